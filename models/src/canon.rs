@@ -1,0 +1,257 @@
+//! Symmetry reduction. Clients run the same program and differ only in
+//! their ids; Redlock's instances are interchangeable. Two worlds that
+//! differ only by renaming clients (or instances) behave alike, so the
+//! search stores one representative per class.
+//!
+//! stateright's own BFS ignores `symmetry()`, so locklab's search
+//! canonicalises here: it deduplicates on the representative's fingerprint
+//! but keeps exploring the *actual* successor states, so every trace it
+//! prints is a real path of the model (and stays shortest: renamed worlds
+//! are reached in the same number of steps).
+//!
+//! The representative is the smallest world (by its derived order) over all
+//! renamings of up to four clients, with instances sorted by everything
+//! that concerns them. Any choice inside the class is sound; a smaller
+//! choice only merges more.
+
+use crate::model::LockModel;
+use crate::protocols::Service;
+use crate::world::{Body, Cmd, Msg, Node, ReplOp, Reply, Val, World};
+
+/// Precomputed renamings for one model.
+pub struct Canon {
+    client_perms: Vec<Vec<u8>>,
+    instances: bool,
+}
+
+/// Up to this many clients every renaming is tried; above, clients are not
+/// reduced (still sound, just less merging).
+const FULL_CLIENT_SYMMETRY: usize = 4;
+
+fn permutations(n: usize) -> Vec<Vec<u8>> {
+    fn go(prefix: &mut Vec<u8>, rest: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
+        if rest.is_empty() {
+            out.push(prefix.clone());
+            return;
+        }
+        for i in 0..rest.len() {
+            let x = rest.remove(i);
+            prefix.push(x);
+            go(prefix, rest, out);
+            prefix.pop();
+            rest.insert(i, x);
+        }
+    }
+    let mut out = Vec::new();
+    go(&mut Vec::new(), &mut (0..n as u8).collect(), &mut out);
+    out
+}
+
+impl Canon {
+    pub fn new(m: &LockModel, enabled: bool) -> Canon {
+        let n = m.params.clients as usize;
+        let client_perms = if enabled && n > 1 && n <= FULL_CLIENT_SYMMETRY {
+            // The identity first, so a world that is already canonical is cheap.
+            permutations(n)
+        } else {
+            vec![(0..n as u8).collect()]
+        };
+        Canon {
+            client_perms,
+            instances: enabled && m.proto.service() == Service::Instances && m.params.instances > 1,
+        }
+    }
+
+    /// Whether this canon changes anything at all.
+    pub fn is_identity(&self) -> bool {
+        self.client_perms.len() == 1 && !self.instances
+    }
+
+    /// The representative of `w`'s symmetry class.
+    pub fn canonical(&self, w: &World) -> World {
+        let mut best: Option<World> = None;
+        for p in &self.client_perms {
+            let mut v = if p.iter().enumerate().all(|(i, x)| i as u8 == *x) {
+                w.clone()
+            } else {
+                rename_clients(w, p)
+            };
+            if self.instances {
+                v = sort_instances(&v);
+            }
+            if best.as_ref().is_none_or(|b| v < *b) {
+                best = Some(v);
+            }
+        }
+        best.unwrap_or_else(|| w.clone())
+    }
+}
+
+fn map_val(v: Val, p: &[u8]) -> Val {
+    Val {
+        client: p[v.client as usize],
+        round: v.round,
+    }
+}
+
+fn map_cmd(c: Cmd, p: &[u8]) -> Cmd {
+    match c {
+        Cmd::SetNxPx { val, ttl } => Cmd::SetNxPx {
+            val: map_val(val, p),
+            ttl,
+        },
+        Cmd::SetNx { val } => Cmd::SetNx {
+            val: map_val(val, p),
+        },
+        Cmd::Cad { val } => Cmd::Cad {
+            val: map_val(val, p),
+        },
+        Cmd::Renew { val, ttl } => Cmd::Renew {
+            val: map_val(val, p),
+            ttl,
+        },
+        Cmd::FencedSet { val, ttl } => Cmd::FencedSet {
+            val: map_val(val, p),
+            ttl,
+        },
+        other @ (Cmd::Expire { .. } | Cmd::Get | Cmd::Del | Cmd::PExpire { .. }) => other,
+    }
+}
+
+fn map_body(b: Body, p: &[u8]) -> Body {
+    match b {
+        Body::Req(c) => Body::Req(map_cmd(c, p)),
+        Body::Reply(Reply::Val(v)) => Body::Reply(Reply::Val(map_val(v, p))),
+        other => other,
+    }
+}
+
+fn map_node(n: Node, clients: &[u8], servers: Option<&[u8]>) -> Node {
+    match n {
+        Node::Client(c) => Node::Client(clients[c as usize]),
+        Node::Redis(s) => Node::Redis(servers.map_or(s, |sp| sp[s as usize])),
+    }
+}
+
+/// `w` with client `i` renamed to `p[i]` everywhere.
+pub fn rename_clients(w: &World, p: &[u8]) -> World {
+    let mut clients = w.clients.clone();
+    for (i, c) in w.clients.iter().enumerate() {
+        let mut c = c.clone();
+        if let Some(wd) = &mut c.wd {
+            wd.val = map_val(wd.val, p);
+        }
+        clients[p[i] as usize] = c;
+    }
+    let redis = w
+        .redis
+        .iter()
+        .map(|n| {
+            let mut n = n.clone();
+            if let Some(e) = &mut n.lock {
+                e.val = map_val(e.val, p);
+            }
+            for op in &mut n.backlog {
+                if let ReplOp::Set(e) = op {
+                    e.val = map_val(e.val, p);
+                }
+            }
+            n
+        })
+        .collect();
+    let mut net: Vec<Msg> = w
+        .net
+        .iter()
+        .map(|m| Msg {
+            from: map_node(m.from, p, None),
+            to: map_node(m.to, p, None),
+            body: map_body(m.body, p),
+            ..*m
+        })
+        .collect();
+    net.sort();
+    let mut ghost = w.ghost;
+    if let Some((a, o, t)) = ghost.foreign {
+        ghost.foreign = Some((p[a as usize], p[o as usize], t));
+    }
+    World {
+        clients,
+        redis,
+        net,
+        resource: w.resource,
+        faults_left: w.faults_left,
+        ghost,
+    }
+}
+
+/// `w` with its (interchangeable) Redis instances reordered by everything
+/// that concerns each: its own state, every client's vote for it, and the
+/// messages to and from it.
+fn sort_instances(w: &World) -> World {
+    let n = w.redis.len();
+    let key = |s: usize| {
+        let votes: Vec<_> = w.clients.iter().map(|c| c.votes.get(s).copied()).collect();
+        let mut msgs: Vec<Msg> = w
+            .net
+            .iter()
+            .filter(|m| m.to == Node::Redis(s as u8) || m.from == Node::Redis(s as u8))
+            .map(|m| Msg {
+                from: if m.from == Node::Redis(s as u8) {
+                    Node::Redis(0)
+                } else {
+                    m.from
+                },
+                to: if m.to == Node::Redis(s as u8) {
+                    Node::Redis(0)
+                } else {
+                    m.to
+                },
+                ..*m
+            })
+            .collect();
+        msgs.sort();
+        (w.redis[s].clone(), votes, msgs)
+    };
+    let keys: Vec<_> = (0..n).map(key).collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+    if order.iter().enumerate().all(|(i, x)| i == *x) {
+        return w.clone();
+    }
+    // order[new] = old; perm[old] = new.
+    let mut perm = vec![0u8; n];
+    for (new, old) in order.iter().enumerate() {
+        perm[*old] = new as u8;
+    }
+    let ident: Vec<u8> = (0..w.clients.len() as u8).collect();
+    let redis = order.iter().map(|old| w.redis[*old].clone()).collect();
+    let clients = w
+        .clients
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if !c.votes.is_empty() {
+                c.votes = order.iter().map(|old| c.votes[*old]).collect();
+            }
+            c
+        })
+        .collect();
+    let mut net: Vec<Msg> = w
+        .net
+        .iter()
+        .map(|m| Msg {
+            from: map_node(m.from, &ident, Some(&perm)),
+            to: map_node(m.to, &ident, Some(&perm)),
+            ..*m
+        })
+        .collect();
+    net.sort();
+    World {
+        clients,
+        redis,
+        net,
+        resource: w.resource,
+        faults_left: w.faults_left,
+        ghost: w.ghost,
+    }
+}

@@ -1,0 +1,319 @@
+//! Faults: what can go wrong, when it may happen, and what it does.
+//!
+//! Every fault kind lives here, in one place: the list of fault actions
+//! enabled in a state (`enabled`) and the effect of each (`apply`). Faults are
+//! never urgent: the checker may inject one at any moment, but only while the
+//! kind's budget lasts, which keeps the state space finite and the
+//! counterexamples honest about how much had to go wrong.
+
+use crate::action::Action;
+use crate::ev;
+use crate::model::LockModel;
+use crate::world::{Chan, Log, Msg, Node, Phase, World};
+use locklab_traces::EventKind;
+use serde::{Deserialize, Serialize};
+
+/// The kinds of fault, in a fixed order (the order of `locklab list`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    Pause,
+    Slow,
+    Loss,
+    Delay,
+    ClockJump,
+    Crash,
+    Restart,
+    Failover,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 8] = [
+        FaultKind::Pause,
+        FaultKind::Slow,
+        FaultKind::Loss,
+        FaultKind::Delay,
+        FaultKind::ClockJump,
+        FaultKind::Crash,
+        FaultKind::Restart,
+        FaultKind::Failover,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pause",
+            FaultKind::Slow => "slow",
+            FaultKind::Loss => "loss",
+            FaultKind::Delay => "delay",
+            FaultKind::ClockJump => "clock-jump",
+            FaultKind::Crash => "crash",
+            FaultKind::Restart => "restart",
+            FaultKind::Failover => "failover",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// One line for `locklab list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            FaultKind::Pause => {
+                "a client process freezes (business thread and watchdog) for up to --pause-max ticks; it does not know"
+            }
+            FaultKind::Slow => {
+                "the critical section's work takes arbitrarily long; the process stays alive and its watchdog runs"
+            }
+            FaultKind::Loss => {
+                "a request or reply in flight is dropped; the sender only sees its timeout"
+            }
+            FaultKind::Delay => {
+                "a request or reply in flight is held back for up to --delay-max ticks"
+            }
+            FaultKind::ClockJump => {
+                "a server's (or a Redlock client's) wall clock jumps by --jump ticks, forward or backward"
+            }
+            FaultKind::Crash => {
+                "a client's business thread dies and never releases; its watchdog dies with it unless --no-cancel"
+            }
+            FaultKind::Restart => {
+                "a Redis instance restarts empty (no persistence); with --delayed-restart it stays down a TTL first"
+            }
+            FaultKind::Failover => {
+                "the Redis primary dies and its replica, holding only what was replicated, is promoted"
+            }
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Remaining budget per fault kind. Part of the state: a fault used is a
+/// fault that cannot happen again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Budgets(pub [u8; 8]);
+
+impl Budgets {
+    pub fn none() -> Budgets {
+        Budgets([0; 8])
+    }
+    pub fn get(&self, k: FaultKind) -> u8 {
+        self.0[k.index()]
+    }
+    pub fn set(&mut self, k: FaultKind, n: u8) {
+        self.0[k.index()] = n;
+    }
+    pub fn take(&mut self, k: FaultKind) {
+        self.0[k.index()] = self.0[k.index()].saturating_sub(1);
+    }
+    /// Kinds with a non-zero budget.
+    pub fn enabled(&self) -> Vec<FaultKind> {
+        FaultKind::ALL
+            .into_iter()
+            .filter(|k| self.get(*k) > 0)
+            .collect()
+    }
+}
+
+/// The fault kind an action spends, if it is a fault.
+pub fn kind_of(a: &Action) -> Option<FaultKind> {
+    match a {
+        Action::Pause { .. } => Some(FaultKind::Pause),
+        Action::Slow { .. } => Some(FaultKind::Slow),
+        Action::Drop { .. } => Some(FaultKind::Loss),
+        Action::Delay { .. } => Some(FaultKind::Delay),
+        Action::ClockJump { .. } => Some(FaultKind::ClockJump),
+        Action::Crash { .. } => Some(FaultKind::Crash),
+        Action::Restart { .. } => Some(FaultKind::Restart),
+        Action::Failover => Some(FaultKind::Failover),
+        _ => None,
+    }
+}
+
+/// Appends the fault (and fault-ending) actions enabled in `w`.
+pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
+    let left = |k: FaultKind| w.faults_left.get(k) > 0;
+    // The end of a pause and of a slow critical section are not faults but
+    // the environment choosing when they end; they cost no budget.
+    for (i, c) in w.clients.iter().enumerate() {
+        let client = i as u8;
+        if c.paused.is_some() {
+            out.push(Action::Resume { client });
+        }
+        if c.alive && c.paused.is_none() && c.phase == Phase::Work && c.timer.is_none() {
+            out.push(Action::Finish { client });
+        }
+    }
+    if left(FaultKind::Pause) {
+        for (i, c) in w.clients.iter().enumerate() {
+            if c.alive && c.paused.is_none() && c.phase != Phase::Done {
+                out.push(Action::Pause { client: i as u8 });
+            }
+        }
+    }
+    if left(FaultKind::Slow) {
+        for (i, c) in w.clients.iter().enumerate() {
+            if c.alive && c.phase == Phase::Work && c.timer.is_some() {
+                out.push(Action::Slow { client: i as u8 });
+            }
+        }
+    }
+    if left(FaultKind::Loss) {
+        for msg in &w.net {
+            out.push(Action::Drop { msg: *msg });
+        }
+    }
+    if left(FaultKind::Delay) {
+        for msg in &w.net {
+            if msg.held.is_none() {
+                out.push(Action::Delay { msg: *msg });
+            }
+        }
+    }
+    if left(FaultKind::ClockJump) {
+        let j = m.params.jump as i8;
+        for (i, s) in w.redis.iter().enumerate() {
+            if !s.is_dead() {
+                for by in [j, -j] {
+                    out.push(Action::ClockJump {
+                        node: Node::Redis(i as u8),
+                        by,
+                    });
+                }
+            }
+        }
+        if m.proto.uses_client_clock() {
+            for (i, c) in w.clients.iter().enumerate() {
+                if c.alive && c.phase != Phase::Done {
+                    for by in [j, -j] {
+                        out.push(Action::ClockJump {
+                            node: Node::Client(i as u8),
+                            by,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    if left(FaultKind::Crash) {
+        for (i, c) in w.clients.iter().enumerate() {
+            if c.alive && c.phase != Phase::Done {
+                out.push(Action::Crash { client: i as u8 });
+            }
+        }
+    }
+    if left(FaultKind::Restart) {
+        for (i, s) in w.redis.iter().enumerate() {
+            if s.is_up() {
+                out.push(Action::Restart { server: i as u8 });
+            }
+        }
+    }
+    if left(FaultKind::Failover) && w.can_fail_over() {
+        out.push(Action::Failover);
+    }
+}
+
+/// Applies a fault action. Returns false if `a` is not a fault.
+pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
+    if let Some(k) = kind_of(a) {
+        w.faults_left.take(k);
+    }
+    match *a {
+        Action::Resume { client } => {
+            w.clients[client as usize].paused = None;
+            ev!(
+                log,
+                EventKind::Fault,
+                w.client_name(client),
+                None,
+                "resumes: its pause ends early"
+            );
+        }
+        Action::Finish { client } => {
+            w.clients[client as usize].timer = Some(0);
+            ev!(
+                log,
+                EventKind::Note,
+                w.client_name(client),
+                None,
+                "finally finishes its slow work"
+            );
+        }
+        Action::Pause { client } => {
+            let max = m.params.pause_max;
+            w.clients[client as usize].paused = Some(max);
+            ev!(
+                log,
+                EventKind::Fault,
+                w.client_name(client),
+                None,
+                "PAUSED (GC / VM freeze, up to {max} ticks); it will not notice"
+            );
+        }
+        Action::Slow { client } => {
+            w.clients[client as usize].timer = None;
+            ev!(
+                log,
+                EventKind::Fault,
+                w.client_name(client),
+                None,
+                "its critical section turns SLOW (the work has no bound)"
+            );
+        }
+        Action::Drop { msg } => {
+            w.remove_msg(&msg);
+            ev!(
+                log,
+                EventKind::Fault,
+                w.node_name(msg.from),
+                Some(w.node_name(msg.to)),
+                "message LOST: {}",
+                w.msg_text(&msg)
+            );
+        }
+        Action::Delay { msg } => {
+            let d = m.params.delay_max;
+            w.remove_msg(&msg);
+            w.push_msg(Msg {
+                held: Some(d),
+                ..msg
+            });
+            ev!(
+                log,
+                EventKind::Fault,
+                w.node_name(msg.from),
+                Some(w.node_name(msg.to)),
+                "message DELAYED up to {d} ticks: {}",
+                w.msg_text(&msg)
+            );
+        }
+        Action::ClockJump { node, by } => match node {
+            Node::Redis(s) => crate::redis::clock_jump(m, w, s, by, log),
+            Node::Client(c) => crate::client::clock_jump(m, w, c, by, log),
+        },
+        Action::Crash { client } => crate::client::crash(m, w, client, log),
+        Action::Restart { server } => crate::redis::restart(m, w, server, log),
+        Action::Failover => crate::redis::failover(m, w, log),
+        _ => return false,
+    }
+    true
+}
+
+/// True when `msg` may be delivered now (its receiver can take it).
+pub fn deliverable(w: &World, msg: &crate::world::Msg) -> bool {
+    match msg.to {
+        Node::Redis(s) => w.redis[s as usize].is_up(),
+        Node::Client(c) => {
+            let cl = &w.clients[c as usize];
+            cl.paused.is_none()
+                && match msg.chan {
+                    Chan::Main => cl.alive,
+                    Chan::Watchdog => cl.wd.is_some(),
+                }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The safety invariants (design §4). Each is a predicate on one world
+//! state; facts about transitions (a `DEL` that removed someone else's lock,
+//! a token that went backwards) are recorded in the state's ghost fields by
+//! the transition that causes them, so the state they produce ends a trace.
+
+use crate::model::LockModel;
+use crate::protocols::Protocol;
+use crate::world::{Phase, Role, Touch, Ttl, World};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Invariant {
+    MutualExclusion,
+    Ownership,
+    NoLostUpdate,
+    TokenMonotonic,
+    NoOrphanLock,
+}
+
+impl Invariant {
+    pub const ALL: [Invariant; 5] = [
+        Invariant::MutualExclusion,
+        Invariant::Ownership,
+        Invariant::NoLostUpdate,
+        Invariant::TokenMonotonic,
+        Invariant::NoOrphanLock,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::MutualExclusion => "mutual_exclusion",
+            Invariant::Ownership => "ownership",
+            Invariant::NoLostUpdate => "no_lost_update",
+            Invariant::TokenMonotonic => "token_monotonic",
+            Invariant::NoOrphanLock => "no_orphan_lock",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Invariant> {
+        Invariant::ALL.into_iter().find(|i| i.name() == s)
+    }
+
+    /// One line for `locklab list` and trace files.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Invariant::MutualExclusion => {
+                "no two clients ever believe they hold the lock and are in the critical section at once (a paused one included)"
+            }
+            Invariant::Ownership => {
+                "a client never deletes or re-times a lock entry that another client owns"
+            }
+            Invariant::NoLostUpdate => {
+                "the resource's counter equals the number of writes it accepted"
+            }
+            Invariant::TokenMonotonic => "fencing tokens are granted in strictly increasing order",
+            Invariant::NoOrphanLock => {
+                "no lock entry outlives its owner forever (no expiry, or renewed for a dead owner)"
+            }
+        }
+    }
+
+    /// What the invariant protects: a client's *belief*, the *lock service*'s
+    /// records, the *resource*, or the *token* source. Fencing protocols keep
+    /// the resource safe while beliefs overlap; the report says which is which.
+    pub fn category(self) -> &'static str {
+        match self {
+            Invariant::MutualExclusion => "belief",
+            Invariant::Ownership | Invariant::NoOrphanLock => "lock-service",
+            Invariant::NoLostUpdate => "resource",
+            Invariant::TokenMonotonic => "token",
+        }
+    }
+
+    /// Whether the invariant says anything about `proto` (only fencing
+    /// protocols grant tokens).
+    pub fn applies(self, proto: &dyn Protocol) -> bool {
+        match self {
+            Invariant::TokenMonotonic => proto.issues_tokens(),
+            _ => true,
+        }
+    }
+
+    pub fn holds(self, m: &LockModel, w: &World) -> bool {
+        match self {
+            Invariant::MutualExclusion => w.clients.iter().filter(|c| c.holds()).count() <= 1,
+            Invariant::Ownership => w.ghost.foreign.is_none(),
+            Invariant::NoLostUpdate => w.resource.value == w.resource.accepted,
+            Invariant::TokenMonotonic => w.ghost.token_regressed.is_none(),
+            Invariant::NoOrphanLock => orphan(m, w).is_none(),
+        }
+    }
+
+    /// One sentence saying how `w` violates the invariant.
+    pub fn explain(self, m: &LockModel, w: &World) -> String {
+        match self {
+            Invariant::MutualExclusion => {
+                let h: Vec<String> = w
+                    .clients
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.holds())
+                    .map(|(i, c)| {
+                        let mut s = w.client_name(i as u8);
+                        if c.paused.is_some() {
+                            s.push_str(" (paused)");
+                        }
+                        s
+                    })
+                    .collect();
+                let who = match h.len() {
+                    2 => format!("{} and {} both", h[0], h[1]),
+                    _ => format!("{} all", h.join(", ")),
+                };
+                format!("{who} believe they hold the lock at once")
+            }
+            Invariant::Ownership => match w.ghost.foreign {
+                Some((actor, owner, how)) => format!(
+                    "{} {} the lock entry owned by {}",
+                    w.client_name(actor),
+                    match how {
+                        Touch::Deleted => "deleted",
+                        Touch::Extended => "changed the expiry of",
+                    },
+                    w.client_name(owner)
+                ),
+                None => String::new(),
+            },
+            Invariant::NoLostUpdate => format!(
+                "the resource accepted {} writes but its counter is {}: an update was lost",
+                w.resource.accepted, w.resource.value
+            ),
+            Invariant::TokenMonotonic => match w.ghost.token_regressed {
+                Some((t, last)) => {
+                    format!("token {t} was granted after token {last} had already been granted")
+                }
+                None => String::new(),
+            },
+            Invariant::NoOrphanLock => orphan(m, w).unwrap_or_default(),
+        }
+    }
+}
+
+/// A lock entry on a serving primary whose owner will never release it and
+/// that will never expire: its owner crashed, finished, or moved on, and the
+/// entry has no expiry or a watchdog keeps renewing it.
+fn orphan(_m: &LockModel, w: &World) -> Option<String> {
+    for (i, s) in w.redis.iter().enumerate() {
+        if s.role != Role::Primary || s.is_dead() {
+            continue;
+        }
+        let Some(e) = s.lock else { continue };
+        let owner = &w.clients[e.val.client as usize];
+        let abandoned = !owner.alive || owner.phase == Phase::Done || owner.round > e.val.round;
+        if !abandoned {
+            continue;
+        }
+        let renewed = owner.wd.is_some_and(|d| d.val == e.val);
+        let forever = e.ttl == Ttl::Never || renewed;
+        if forever {
+            let who = w.client_name(e.val.client);
+            let state = if !owner.alive {
+                "crashed"
+            } else {
+                "is done with it"
+            };
+            let why = if e.ttl == Ttl::Never {
+                "it has no expiry"
+            } else {
+                "a watchdog keeps renewing it"
+            };
+            return Some(format!(
+                "lock {} on {} can never go away: {who} {state} and {why}",
+                e.val.text(),
+                w.server_name(i as u8)
+            ));
+        }
+    }
+    None
+}

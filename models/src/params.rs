@@ -1,0 +1,344 @@
+//! Every knob of the world and of the protocols, with the article's values
+//! scaled to ticks as defaults, and their validation.
+//!
+//! Time in the checker is counted in integer ticks. The defaults take one
+//! tick to be five seconds of the article's world: a 30 s lock TTL is 6
+//! ticks, a watchdog renews every 10 s = 2 ticks, a GC pause of up to a
+//! minute is 12 ticks. A request that normally takes milliseconds takes zero
+//! ticks; its timeout is one tick.
+
+use crate::faults::{Budgets, FaultKind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How long one tick is, in the article's terms. Printed with every result.
+pub const TICK_MEANING: &str = "1 tick = 5 s (the article's 30 s TTL is 6 ticks)";
+
+/// Largest number of clients the model supports.
+pub const MAX_CLIENTS: u8 = 6;
+/// Largest number of Redlock instances the model supports.
+pub const MAX_INSTANCES: u8 = 9;
+/// Largest value accepted for any duration parameter, in ticks. Keeps every
+/// timer in a byte with room for clock jumps.
+pub const MAX_TICKS: u8 = 60;
+/// Largest number of acquisitions per client.
+pub const MAX_ACQUISITIONS: u8 = 4;
+/// Largest budget for one fault kind.
+pub const MAX_BUDGET: u8 = 4;
+
+/// Where the resource checks fencing tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceCheck {
+    /// The resource ignores tokens.
+    None,
+    /// Writes carry the token and are rejected when it is stale (the article's form).
+    Write,
+    /// Reads and writes carry the token; both are checked and both raise the high-water mark.
+    ReadWrite,
+}
+
+/// How the resource compares a token with the highest one it has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenRule {
+    /// Accept `token >= max` (Kleppmann, Redisson's docs).
+    Ge,
+    /// Accept `token > max` (the article's wording: reject tokens `<= max`).
+    Gt,
+}
+
+/// All parameters of one model instance. Durations are in ticks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Params {
+    pub clients: u8,
+    /// Acquisitions each client makes before it stops.
+    pub acquisitions: u8,
+    /// Lock TTL (`PX`); for the watchdog, the watchdog timeout.
+    pub ttl: u8,
+    /// Ticks of work inside the critical section (between read and write).
+    pub work: u8,
+    /// Client request timeout.
+    pub timeout: u8,
+    /// Delay before a client retries a failed acquisition.
+    pub retry: u8,
+    /// Longest pause a `pause` fault can cause.
+    pub pause_max: u8,
+    /// Longest a `delay` fault can hold a message back.
+    pub delay_max: u8,
+    /// Size of one clock jump.
+    pub jump: u8,
+    /// Fault budgets.
+    pub faults: Budgets,
+    /// Watchdog: ticks between renewals (Redisson: TTL/3).
+    pub renew_every: u8,
+    /// Watchdog: stop renewing after this many ticks of renewals (None = never).
+    pub renew_cap: Option<u8>,
+    /// Watchdog bug: renew with a plain `PEXPIRE`, without the ownership check.
+    pub renew_unchecked: bool,
+    /// Watchdog bug: the renewal is never cancelled (survives release and crash).
+    pub no_cancel: bool,
+    /// Redlock: number of independent instances.
+    pub instances: u8,
+    /// Redlock: votes needed.
+    pub quorum: u8,
+    /// Redlock: clock-drift allowance subtracted from the validity.
+    pub drift: u8,
+    /// A restarted (or failed-over) Redis stays unavailable for `ttl + 1` ticks.
+    pub delayed_restart: bool,
+    /// Where the resource checks tokens.
+    pub resource_check: ResourceCheck,
+    /// How the resource compares tokens.
+    pub token_rule: TokenRule,
+}
+
+impl Params {
+    /// Defaults for `protocol`: the article's values scaled to ticks and every
+    /// fault kind the protocol's lock service can suffer, budget 1 each.
+    pub fn defaults(protocol: &dyn crate::protocols::Protocol) -> Params {
+        let ttl = 6;
+        let mut faults = Budgets::none();
+        for k in protocol.faults() {
+            faults.set(*k, 1);
+        }
+        let instances = if protocol.service() == crate::protocols::Service::Instances {
+            5
+        } else {
+            1
+        };
+        Params {
+            clients: 2,
+            acquisitions: 1,
+            ttl,
+            work: 1,
+            timeout: 1,
+            retry: 1,
+            pause_max: 2 * ttl,
+            delay_max: 2 * ttl,
+            jump: ttl,
+            faults,
+            renew_every: ttl / 3,
+            renew_cap: None,
+            renew_unchecked: false,
+            no_cancel: false,
+            instances,
+            quorum: instances / 2 + 1,
+            // 0.01 * 30000 ms + 2 ms = 302 ms, rounded up to one tick.
+            drift: 1,
+            delayed_restart: false,
+            resource_check: ResourceCheck::None,
+            token_rule: TokenRule::Ge,
+        }
+    }
+
+    /// Ticks a delayed restart keeps an instance down: "a bit more than the max TTL".
+    pub fn down_for(&self) -> u8 {
+        self.ttl + 1
+    }
+
+    /// The parameters as a name -> value map, by CLI name (for trace files).
+    pub fn to_map(&self) -> BTreeMap<String, serde_json::Value> {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(m)) => m.into_iter().collect(),
+            _ => BTreeMap::new(),
+        }
+    }
+
+    /// Reads parameters back from a trace file's map.
+    pub fn from_map(map: &BTreeMap<String, serde_json::Value>) -> Result<Params, String> {
+        let obj: serde_json::Map<String, serde_json::Value> =
+            map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        serde_json::from_value(serde_json::Value::Object(obj))
+            .map_err(|e| format!("bad params in trace config: {e}"))
+    }
+}
+
+/// A parameter a user can set, for `--help`, `list` and applicability checks.
+pub struct ParamInfo {
+    /// CLI name (`--ttl`).
+    pub name: &'static str,
+    pub help: &'static str,
+    /// Protocol-specific parameters name the protocols that accept them;
+    /// `None` = every protocol.
+    pub only: Option<&'static [&'static str]>,
+}
+
+const WATCHDOG_FAMILY: &[&str] = &["watchdog", "replicated", "fencing-redis"];
+const REDLOCK: &[&str] = &["redlock"];
+const RESTARTABLE: &[&str] = &[
+    "setnx-expire",
+    "naive-del",
+    "get-del",
+    "lua-release",
+    "watchdog",
+    "replicated",
+    "redlock",
+    "fencing-redis",
+];
+const FENCED: &[&str] = &["fencing", "fencing-redis", "zookeeper", "etcd"];
+
+/// Every user-settable parameter.
+pub const PARAMS: &[ParamInfo] = &[
+    ParamInfo {
+        name: "clients",
+        help: "number of clients",
+        only: None,
+    },
+    ParamInfo {
+        name: "acquisitions",
+        help: "acquisitions per client",
+        only: None,
+    },
+    ParamInfo {
+        name: "ttl",
+        help: "lock TTL in ticks",
+        only: None,
+    },
+    ParamInfo {
+        name: "work",
+        help: "ticks of work in the critical section",
+        only: None,
+    },
+    ParamInfo {
+        name: "timeout",
+        help: "client request timeout in ticks",
+        only: None,
+    },
+    ParamInfo {
+        name: "retry",
+        help: "ticks before a failed acquisition is retried",
+        only: None,
+    },
+    ParamInfo {
+        name: "pause-max",
+        help: "longest pause a pause fault causes",
+        only: None,
+    },
+    ParamInfo {
+        name: "delay-max",
+        help: "longest a delay fault holds a message",
+        only: None,
+    },
+    ParamInfo {
+        name: "jump",
+        help: "size of a clock jump in ticks",
+        only: None,
+    },
+    ParamInfo {
+        name: "renew-every",
+        help: "ticks between watchdog renewals",
+        only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "renew-cap",
+        help: "stop renewing after this many ticks",
+        only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "renew-unchecked",
+        help: "renew without the ownership check",
+        only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "no-cancel",
+        help: "never cancel the renewal",
+        only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "instances",
+        help: "Redlock instances",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "quorum",
+        help: "Redlock votes needed",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "drift",
+        help: "Redlock clock-drift allowance in ticks",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "delayed-restart",
+        help: "restarted Redis stays down for a TTL",
+        only: Some(RESTARTABLE),
+    },
+    ParamInfo {
+        name: "resource-check",
+        help: "where the resource checks tokens",
+        only: Some(FENCED),
+    },
+    ParamInfo {
+        name: "token-rule",
+        help: "how the resource compares tokens",
+        only: Some(FENCED),
+    },
+];
+
+/// Why a configuration is refused. The message names what was wrong and what
+/// is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn range(name: &str, v: u8, lo: u8, hi: u8) -> Result<(), ConfigError> {
+    if v < lo || v > hi {
+        Err(ConfigError(format!(
+            "--{name} {v} is out of range: allowed {lo}..={hi}"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+impl Params {
+    /// Checks every value against what the model supports.
+    pub fn validate(&self, protocol: &dyn crate::protocols::Protocol) -> Result<(), ConfigError> {
+        range("clients", self.clients, 1, MAX_CLIENTS)?;
+        range("acquisitions", self.acquisitions, 1, MAX_ACQUISITIONS)?;
+        range("ttl", self.ttl, 1, MAX_TICKS)?;
+        range("work", self.work, 0, MAX_TICKS)?;
+        range("timeout", self.timeout, 1, MAX_TICKS)?;
+        range("retry", self.retry, 1, MAX_TICKS)?;
+        range("pause-max", self.pause_max, 1, MAX_TICKS)?;
+        range("delay-max", self.delay_max, 1, MAX_TICKS)?;
+        range("jump", self.jump, 1, MAX_TICKS)?;
+        range("renew-every", self.renew_every, 1, MAX_TICKS)?;
+        if let Some(c) = self.renew_cap {
+            range("renew-cap", c, 1, MAX_TICKS)?;
+        }
+        if protocol.service() == crate::protocols::Service::Instances {
+            range("instances", self.instances, 1, MAX_INSTANCES)?;
+            range("quorum", self.quorum, 1, self.instances)?;
+            range("drift", self.drift, 0, MAX_TICKS)?;
+        }
+        for k in FaultKind::ALL {
+            let b = self.faults.get(k);
+            if b > MAX_BUDGET {
+                return Err(ConfigError(format!(
+                    "--budget {}={b} is out of range: allowed 0..={MAX_BUDGET}",
+                    k.name()
+                )));
+            }
+            if b > 0 && !protocol.faults().contains(&k) {
+                let allowed: Vec<&str> = protocol.faults().iter().map(|f| f.name()).collect();
+                return Err(ConfigError(format!(
+                    "fault '{}' does not apply to {}: its lock service can suffer {}",
+                    k.name(),
+                    protocol.name(),
+                    allowed.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,107 @@
+//! The lock protocols. Each protocol's rules live in their own file and are
+//! written once, against [`Ctx`]; the checker and the simulator both drive
+//! them through the same world transitions.
+//!
+//! A protocol is the program its clients run (how they acquire and release,
+//! whether a watchdog renews) plus the kind of lock service they talk to.
+
+use crate::client::Ctx;
+use crate::faults::FaultKind;
+use crate::world::Reply;
+
+mod get_del;
+mod lua_release;
+mod naive_del;
+pub mod redis_client;
+mod setnx_expire;
+
+pub use get_del::GetDel;
+pub use lua_release::LuaRelease;
+pub use naive_del::NaiveDel;
+pub use setnx_expire::SetnxExpire;
+
+/// The kind of lock service a protocol's clients talk to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// One Redis instance.
+    Single,
+    /// A Redis primary with one asynchronously replicated replica.
+    Replicated,
+    /// N independent Redis instances (Redlock).
+    Instances,
+}
+
+/// Fault kinds a single Redis instance (and its clients) can suffer.
+pub const SINGLE_REDIS_FAULTS: &[FaultKind] = &[
+    FaultKind::Pause,
+    FaultKind::Slow,
+    FaultKind::Loss,
+    FaultKind::Delay,
+    FaultKind::Crash,
+];
+
+/// One lock protocol: the rules its clients follow.
+///
+/// Hooks run inside one atomic step of the client. Whatever they send goes
+/// out at the end of that step; whatever they wait for comes in later
+/// steps, so a fault can always fall in between.
+pub trait Protocol: Send + Sync {
+    /// The CLI name.
+    fn name(&self) -> &'static str;
+    /// One line for `locklab list`.
+    fn summary(&self) -> &'static str;
+    fn service(&self) -> Service;
+    /// Fault kinds its lock service and clients can suffer (the default set for `check`).
+    fn faults(&self) -> &'static [FaultKind];
+    /// Whether clients read their own wall clock for lock decisions (Redlock).
+    fn uses_client_clock(&self) -> bool {
+        false
+    }
+    /// Whether clients check the lock's validity before writing.
+    fn checks_validity(&self) -> bool {
+        false
+    }
+    /// Whether clients run a renewal watchdog while they hold the lock.
+    fn has_watchdog(&self) -> bool {
+        false
+    }
+    /// Whether the lock service hands out fencing tokens.
+    fn issues_tokens(&self) -> bool {
+        false
+    }
+
+    /// Client `c` starts an acquisition.
+    fn start_acquire(&self, x: &mut Ctx, c: u8);
+    /// A reply from server `s` reaches client `c` on its main connection.
+    fn on_reply(&self, x: &mut Ctx, c: u8, s: u8, reply: Reply);
+    /// Client `c`'s request timed out (its connection is already closed).
+    fn on_timeout(&self, x: &mut Ctx, c: u8);
+    /// Client `c` starts releasing.
+    fn start_release(&self, x: &mut Ctx, c: u8);
+
+    /// Validity check before the write (only if `checks_validity`).
+    fn check_before_write(&self, x: &mut Ctx, c: u8) {
+        crate::resource::write(x, c);
+    }
+    /// The watchdog's renewal timer fired.
+    fn on_watchdog(&self, _x: &mut Ctx, _c: u8) {}
+    /// A renewal reply arrived.
+    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
+        crate::client::ignore(x, c, reply);
+    }
+    /// A renewal timed out.
+    fn on_watchdog_timeout(&self, _x: &mut Ctx, _c: u8) {}
+}
+
+/// Every protocol, in the order of the article's ladder.
+pub static ALL: &[&dyn Protocol] = &[&SetnxExpire, &NaiveDel, &GetDel, &LuaRelease];
+
+/// Looks a protocol up by its CLI name.
+pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {
+    ALL.iter().copied().find(|p| p.name() == name)
+}
+
+/// The CLI names of every protocol.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|p| p.name()).collect()
+}

@@ -1,0 +1,459 @@
+//! Redis server semantics, as real Redis 7 behaves (see
+//! `shared/reference/semantics.md` §1):
+//!
+//! * a command or script runs atomically, with time frozen, so nothing
+//!   expires in the middle of a Lua script;
+//! * a key is judged by the server's wall clock and is still served when
+//!   `now == expire_at`;
+//! * a primary expires keys and replicates the synthesized `DEL`; a replica
+//!   never expires keys itself, and commands replicated from the primary see
+//!   logically expired keys as present;
+//! * expiries are replicated as absolute times (`PXAT`), so a replica judges
+//!   them by its own clock;
+//! * without persistence a restart loses everything, and a replica that
+//!   resyncs from an empty primary is emptied too.
+
+use crate::ev;
+use crate::model::LockModel;
+use crate::world::{
+    Body, Chan, Cmd, Entry, Log, Msg, Node, RedisNode, ReplOp, Reply, Role, Status, Touch, Ttl,
+    World,
+};
+use locklab_traces::EventKind;
+
+/// Lowest relative expiry a replica keeps for a logically expired key. Below
+/// it, no backward clock jump the budget allows can revive the key, so the
+/// exact value no longer matters and the state space stays finite.
+fn ttl_floor(m: &LockModel) -> i16 {
+    -(m.params.jump as i16) * m.params.faults.get(crate::faults::FaultKind::ClockJump) as i16 - 1
+}
+
+fn replica_of(w: &World) -> Option<usize> {
+    w.redis
+        .iter()
+        .position(|s| s.role == Role::Replica && !s.is_dead())
+}
+
+/// Converts an expiry relative to server `p`'s clock into one relative to
+/// the replica's clock: the absolute `PXAT` stays, the clocks differ.
+fn for_replica(w: &World, p: usize, ttl: Ttl) -> Ttl {
+    match (ttl, replica_of(w)) {
+        (Ttl::Left(t), Some(r)) => Ttl::Left(t + w.redis[p].clock - w.redis[r].clock),
+        (t, _) => t,
+    }
+}
+
+fn replicate_later(w: &mut World, p: usize, op: ReplOp) {
+    if replica_of(w).is_some() && w.redis[p].role == Role::Primary {
+        let op = match op {
+            ReplOp::Set(e) => ReplOp::Set(Entry {
+                val: e.val,
+                ttl: for_replica(w, p, e.ttl),
+            }),
+            ReplOp::Expire(t) => ReplOp::Expire(for_replica(w, p, t)),
+            other => other,
+        };
+        w.redis[p].backlog.push(op);
+    }
+}
+
+fn live_entry(n: &RedisNode) -> Option<Entry> {
+    n.lock.filter(|e| e.live())
+}
+
+fn touch_foreign(w: &mut World, actor: u8, owner: u8, how: Touch) {
+    if actor != owner && w.ghost.foreign.is_none() {
+        w.ghost.foreign = Some((actor, owner, how));
+    }
+}
+
+/// Runs `cmd`, sent by client `from`, on server `s` and returns the reply.
+pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
+    let si = s as usize;
+    let cur = live_entry(&w.redis[si]);
+    match cmd {
+        Cmd::SetNxPx { val, ttl } => match cur {
+            Some(_) => Reply::Nil,
+            None => {
+                let e = Entry {
+                    val,
+                    ttl: Ttl::Left(ttl as i16),
+                };
+                w.redis[si].lock = Some(e);
+                replicate_later(w, si, ReplOp::Set(e));
+                Reply::Ok
+            }
+        },
+        Cmd::SetNx { val } => match cur {
+            Some(_) => Reply::Int(0),
+            None => {
+                let e = Entry {
+                    val,
+                    ttl: Ttl::Never,
+                };
+                w.redis[si].lock = Some(e);
+                replicate_later(w, si, ReplOp::Set(e));
+                Reply::Int(1)
+            }
+        },
+        Cmd::Expire { ttl } | Cmd::PExpire { ttl } => match cur {
+            Some(e) => {
+                touch_foreign(w, from, e.val.client, Touch::Extended);
+                let t = Ttl::Left(ttl as i16);
+                w.redis[si].lock = Some(Entry { val: e.val, ttl: t });
+                replicate_later(w, si, ReplOp::Expire(t));
+                Reply::Int(1)
+            }
+            None => Reply::Int(0),
+        },
+        Cmd::Get => match cur {
+            Some(e) => Reply::Val(e.val),
+            None => Reply::Nil,
+        },
+        Cmd::Del => match cur {
+            Some(e) => {
+                touch_foreign(w, from, e.val.client, Touch::Deleted);
+                w.redis[si].lock = None;
+                replicate_later(w, si, ReplOp::Del);
+                Reply::Int(1)
+            }
+            None => Reply::Int(0),
+        },
+        Cmd::Cad { val } => match cur {
+            Some(e) if e.val == val => {
+                w.redis[si].lock = None;
+                replicate_later(w, si, ReplOp::Del);
+                Reply::Int(1)
+            }
+            _ => Reply::Int(0),
+        },
+        Cmd::Renew { val, ttl } => match cur {
+            Some(e) if e.val == val => {
+                let t = Ttl::Left(ttl as i16);
+                w.redis[si].lock = Some(Entry { val, ttl: t });
+                replicate_later(w, si, ReplOp::Expire(t));
+                Reply::Int(1)
+            }
+            _ => Reply::Int(0),
+        },
+        Cmd::FencedSet { val, ttl } => match cur {
+            Some(_) => Reply::Nil,
+            None => {
+                let e = Entry {
+                    val,
+                    ttl: Ttl::Left(ttl as i16),
+                };
+                w.redis[si].lock = Some(e);
+                w.redis[si].counter += 1;
+                let token = w.redis[si].counter;
+                replicate_later(w, si, ReplOp::Set(e));
+                replicate_later(w, si, ReplOp::Incr);
+                if let Some(last) = w.ghost.last_token
+                    && token <= last
+                    && w.ghost.token_regressed.is_none()
+                {
+                    w.ghost.token_regressed = Some((token, last));
+                }
+                w.ghost.last_token = Some(w.ghost.last_token.map_or(token, |l| l.max(token)));
+                Reply::Token(token)
+            }
+        },
+    }
+}
+
+/// Delivers a request to server `s`: runs it and sends the reply back on
+/// the same connection (unless the sender has abandoned the request).
+pub fn deliver(w: &mut World, s: u8, msg: Msg, log: &mut Log) {
+    let Node::Client(c) = msg.from else { return };
+    let Body::Req(cmd) = msg.body else { return };
+    let reply = execute(w, s, c, cmd);
+    ev!(
+        log,
+        EventKind::Execute,
+        w.server_name(s),
+        Some(w.client_name(c)),
+        "{} -> {}",
+        cmd.text(),
+        reply.text()
+    );
+    let client_gone = !w.clients[c as usize].alive && msg.chan == Chan::Main;
+    if msg.orphan || client_gone {
+        ev!(
+            log,
+            EventKind::Note,
+            w.server_name(s),
+            Some(w.client_name(c)),
+            "the reply goes nowhere: {} gave up on this request",
+            w.client_name(c)
+        );
+        return;
+    }
+    w.push_msg(Msg {
+        from: Node::Redis(s),
+        to: Node::Client(c),
+        chan: msg.chan,
+        body: Body::Reply(reply),
+        held: None,
+        orphan: false,
+    });
+}
+
+/// The replica applies the oldest write of the primary's stream.
+pub fn replicate(w: &mut World, p: u8, log: &mut Log) {
+    let Some(r) = replica_of(w) else { return };
+    if w.redis[p as usize].backlog.is_empty() {
+        return;
+    }
+    let op = w.redis[p as usize].backlog.remove(0);
+    let rep = &mut w.redis[r];
+    match op {
+        ReplOp::Set(e) => rep.lock = Some(e),
+        ReplOp::Del => rep.lock = None,
+        ReplOp::Expire(t) => {
+            if let Some(e) = &mut rep.lock {
+                e.ttl = t;
+            }
+        }
+        ReplOp::Incr => rep.counter += 1,
+    }
+    ev!(
+        log,
+        EventKind::Replicate,
+        w.server_name(r as u8),
+        Some(w.server_name(p)),
+        "applies {}",
+        op_text(op)
+    );
+}
+
+pub fn op_text(op: ReplOp) -> String {
+    match op {
+        ReplOp::Set(e) => format!("SET lock {} PXAT", e.val.text()),
+        ReplOp::Del => "DEL lock".into(),
+        ReplOp::Expire(_) => "PEXPIREAT lock".into(),
+        ReplOp::Incr => "INCR token".into(),
+    }
+}
+
+/// The primary (or a lone instance) expires its key once its clock passes
+/// `expire_at`, and replicates the `DEL`.
+fn expire_if_due(m: &LockModel, w: &mut World, s: usize, log: &mut Log) {
+    let node = &mut w.redis[s];
+    let Some(e) = node.lock else { return };
+    let Ttl::Left(t) = e.ttl else { return };
+    if t >= 0 {
+        return;
+    }
+    match node.role {
+        Role::Primary => {
+            node.lock = None;
+            ev!(
+                log,
+                EventKind::Expire,
+                w.server_name(s as u8),
+                None,
+                "lock {} expires",
+                e.val.text()
+            );
+            replicate_later(w, s, ReplOp::Del);
+        }
+        Role::Replica => {
+            node.lock = Some(Entry {
+                val: e.val,
+                ttl: Ttl::Left(t.max(ttl_floor(m))),
+            });
+        }
+    }
+}
+
+fn shift(t: Ttl, by: i16, floor: i16) -> Ttl {
+    match t {
+        Ttl::Never => Ttl::Never,
+        Ttl::Left(x) => Ttl::Left((x - by).max(floor)),
+    }
+}
+
+/// One tick of true time on every server.
+pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
+    let floor = ttl_floor(m);
+    for s in 0..w.redis.len() {
+        match w.redis[s].status {
+            Status::Dead => {}
+            Status::Down(k) => {
+                if k <= 1 {
+                    come_up(w, s, log);
+                } else {
+                    w.redis[s].status = Status::Down(k - 1);
+                }
+            }
+            Status::Up => {
+                let node = &mut w.redis[s];
+                if let Some(e) = &mut node.lock {
+                    // Primaries delete at -1; -2 never happens there.
+                    e.ttl = shift(e.ttl, 1, floor.min(-1));
+                }
+                for op in &mut node.backlog {
+                    match op {
+                        ReplOp::Set(e) => e.ttl = shift(e.ttl, 1, floor),
+                        ReplOp::Expire(t) => *t = shift(*t, 1, floor),
+                        _ => {}
+                    }
+                }
+                expire_if_due(m, w, s, log);
+            }
+        }
+    }
+}
+
+/// Ticks until the next key expiry or restart completes, if any.
+pub fn next_deadline(w: &World) -> Option<u8> {
+    w.redis
+        .iter()
+        .filter_map(|n| match n.status {
+            Status::Down(k) => Some(k),
+            Status::Up if n.role == Role::Primary => match n.lock.map(|e| e.ttl) {
+                Some(Ttl::Left(t)) if t >= 0 => Some((t + 1).min(255) as u8),
+                _ => None,
+            },
+            _ => None,
+        })
+        .min()
+}
+
+/// Server `s`'s wall clock jumps by `by` ticks: its keys expire earlier
+/// (forward) or later (backward), exactly as `expire.md` warns.
+pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: i8, log: &mut Log) {
+    let si = s as usize;
+    let floor = ttl_floor(m);
+    let by16 = by as i16;
+    w.redis[si].clock += by16;
+    if let Some(e) = &mut w.redis[si].lock {
+        e.ttl = shift(e.ttl, by16, floor.min(-1));
+    }
+    if w.redis[si].role == Role::Replica {
+        // The stream carries absolute times: the replica's clock moving
+        // changes how long they have left.
+        for p in 0..w.redis.len() {
+            for op in &mut w.redis[p].backlog {
+                match op {
+                    ReplOp::Set(e) => e.ttl = shift(e.ttl, by16, floor),
+                    ReplOp::Expire(t) => *t = shift(*t, by16, floor),
+                    _ => {}
+                }
+            }
+        }
+    }
+    ev!(
+        log,
+        EventKind::Fault,
+        w.server_name(s),
+        None,
+        "CLOCK JUMPS {} {} ticks (offset now {:+})",
+        if by > 0 { "forward" } else { "backward" },
+        by.unsigned_abs(),
+        w.redis[si].clock
+    );
+    expire_if_due(m, w, si, log);
+}
+
+/// Drops every message in flight to or from server `s` (its connections
+/// were reset). The clients' timeouts tell them.
+fn reset_connections(w: &mut World, s: u8) {
+    w.net
+        .retain(|msg| msg.to != Node::Redis(s) && msg.from != Node::Redis(s));
+}
+
+/// Full resynchronisation of the replica from the primary.
+fn resync(w: &mut World) {
+    let (Some(r), Some(p)) = (
+        replica_of(w),
+        w.redis
+            .iter()
+            .position(|n| n.role == Role::Primary && !n.is_dead()),
+    ) else {
+        return;
+    };
+    let lock = w.redis[p].lock.map(|e| Entry {
+        val: e.val,
+        ttl: for_replica(w, p, e.ttl),
+    });
+    w.redis[r].lock = lock;
+    w.redis[r].counter = w.redis[p].counter;
+    w.redis[p].backlog.clear();
+}
+
+fn come_up(w: &mut World, s: usize, log: &mut Log) {
+    w.redis[s].status = Status::Up;
+    ev!(
+        log,
+        EventKind::Note,
+        w.server_name(s as u8),
+        None,
+        "is back up, empty"
+    );
+    resync(w);
+}
+
+/// Server `s` restarts without persistence: it loses the lock and the
+/// token counter. With `--delayed-restart` it stays down for a TTL first.
+pub fn restart(m: &LockModel, w: &mut World, s: u8, log: &mut Log) {
+    let si = s as usize;
+    reset_connections(w, s);
+    let node = &mut w.redis[si];
+    node.lock = None;
+    node.counter = 0;
+    node.backlog.clear();
+    if m.params.delayed_restart {
+        node.status = Status::Down(m.params.down_for());
+        ev!(
+            log,
+            EventKind::Fault,
+            w.server_name(s),
+            None,
+            "RESTARTS and loses all data; stays down {} ticks (delayed restart)",
+            m.params.down_for()
+        );
+    } else {
+        ev!(
+            log,
+            EventKind::Fault,
+            w.server_name(s),
+            None,
+            "RESTARTS and loses all data (no persistence)"
+        );
+        come_up(w, si, log);
+    }
+}
+
+/// The primary dies; its replica is promoted with exactly what it had
+/// applied and starts expiring keys by its own clock.
+pub fn failover(_m: &LockModel, w: &mut World, log: &mut Log) {
+    let Some(p) = w
+        .redis
+        .iter()
+        .position(|n| n.role == Role::Primary && !n.is_dead())
+    else {
+        return;
+    };
+    let Some(r) = replica_of(w) else { return };
+    let lost = w.redis[p].backlog.len();
+    reset_connections(w, p as u8);
+    w.redis[p].status = Status::Dead;
+    w.redis[p].backlog.clear();
+    w.redis[r].role = Role::Primary;
+    if let Some(e) = w.redis[r].lock
+        && !e.live()
+    {
+        w.redis[r].lock = None;
+    }
+    ev!(
+        log,
+        EventKind::Fault,
+        w.server_name(p as u8),
+        Some(w.server_name(r as u8)),
+        "FAILOVER: primary dies, {} is promoted ({} unreplicated write{} lost)",
+        w.server_name(r as u8),
+        lost,
+        if lost == 1 { "" } else { "s" }
+    );
+}

@@ -1,0 +1,179 @@
+//! Readable snapshots of the world for trace files and renderers.
+
+use crate::model::LockModel;
+use crate::protocols::Service;
+use crate::redis::op_text;
+use crate::world::{Body, Phase, Role, Status, Ttl, WdState, World};
+use locklab_traces::{
+    ClientView, EntryView, MessageView, Participant, ResourceView, ServerView, StateView,
+};
+
+fn phase_text(m: &LockModel, w: &World, i: usize) -> String {
+    let c = &w.clients[i];
+    if !c.alive {
+        return "crashed".into();
+    }
+    let t = |x: Option<u8>| x.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+    match c.phase {
+        Phase::Idle if c.round == 0 && c.timer == Some(0) => "starting".into(),
+        Phase::Idle => format!("waiting to retry (in {})", t(c.timer)),
+        Phase::Acquire(k) => {
+            if m.proto.service() == Service::Instances && !c.votes.is_empty() {
+                let yes = c
+                    .votes
+                    .iter()
+                    .filter(|v| **v == crate::world::Vote::Yes)
+                    .count();
+                format!("acquiring ({yes} votes so far)")
+            } else {
+                format!("acquiring (step {})", k + 1)
+            }
+        }
+        Phase::Work => match c.timer {
+            Some(left) => format!("in critical section (work left {left})"),
+            None => "in critical section (slow)".into(),
+        },
+        Phase::Write => "in critical section (write due)".into(),
+        Phase::Leave => "leaving critical section".into(),
+        Phase::Release(k) => format!("releasing (step {})", k + 1),
+        Phase::Done => "done".into(),
+    }
+}
+
+pub fn participants(m: &LockModel, w: &World) -> Vec<Participant> {
+    let mut v: Vec<Participant> = (0..w.clients.len())
+        .map(|i| Participant {
+            id: w.client_name(i as u8),
+            kind: "client".into(),
+            label: format!("client {}", i + 1),
+        })
+        .collect();
+    for (i, s) in w.redis.iter().enumerate() {
+        let role = match (m.proto.service(), s.role) {
+            (Service::Instances, _) => "Redis instance",
+            (Service::Replicated, Role::Primary) => "Redis primary",
+            (Service::Replicated, Role::Replica) => "Redis replica",
+            _ => "Redis",
+        };
+        v.push(Participant {
+            id: w.server_name(i as u8),
+            kind: "redis".into(),
+            label: role.into(),
+        });
+    }
+    v.push(Participant {
+        id: "resource".into(),
+        kind: "resource".into(),
+        label: "protected resource".into(),
+    });
+    v
+}
+
+pub fn message(w: &World, m: &crate::world::Msg) -> MessageView {
+    let mut text = w.msg_text(m);
+    if m.chan == crate::world::Chan::Watchdog {
+        text = format!("{text} (watchdog)");
+    }
+    if m.orphan && matches!(m.body, Body::Req(_)) {
+        text = format!("{text} (abandoned by sender)");
+    }
+    MessageView {
+        from: w.node_name(m.from),
+        to: w.node_name(m.to),
+        text,
+        held: m.held.map(|h| h as u64),
+    }
+}
+
+/// The world `w` at true time `time`, in readable form.
+pub fn view(m: &LockModel, w: &World, time: u64) -> StateView {
+    let clients = w
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let has_value = !matches!(c.phase, Phase::Done) && c.alive;
+            ClientView {
+                id: w.client_name(i as u8),
+                phase: phase_text(m, w, i),
+                holds: c.holds(),
+                alive: c.alive,
+                paused: c.paused.map(|p| p as u64),
+                value: has_value.then(|| c.val(i as u8).text()),
+                token: c.token.map(|t| t as u64),
+                read: c.read.map(|r| r as u64),
+                believed_lease: (m.proto.checks_validity() && c.holds())
+                    .then_some(c.validity as i64),
+                clock_offset: c.clock as i64,
+                watchdog: c.wd.map(|d| match d.state {
+                    WdState::Sleeping(k) => format!("renews {} in {k}", d.val.text()),
+                    WdState::Waiting(k) => {
+                        format!("renewal of {} in flight (gives up in {k})", d.val.text())
+                    }
+                }),
+                acquisitions_done: c.round as u32,
+            }
+        })
+        .collect();
+    let servers = w
+        .redis
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut entries = Vec::new();
+            if let Some(e) = s.lock {
+                entries.push(EntryView {
+                    key: "lock".into(),
+                    value: e.val.text(),
+                    owner: Some(w.client_name(e.val.client)),
+                    ttl: match e.ttl {
+                        Ttl::Never => None,
+                        Ttl::Left(t) => Some(t as i64),
+                    },
+                    expired: !e.live(),
+                });
+            }
+            if s.counter > 0 {
+                entries.push(EntryView {
+                    key: "token".into(),
+                    value: s.counter.to_string(),
+                    owner: None,
+                    ttl: None,
+                    expired: false,
+                });
+            }
+            ServerView {
+                id: w.server_name(i as u8),
+                role: match (m.proto.service(), s.role) {
+                    (Service::Instances, _) => "instance".into(),
+                    (_, Role::Primary) => "primary".into(),
+                    (_, Role::Replica) => "replica".into(),
+                },
+                status: match s.status {
+                    Status::Up => "up".into(),
+                    Status::Down(k) => format!("down ({k} ticks left)"),
+                    Status::Dead => "dead".into(),
+                },
+                clock_offset: s.clock as i64,
+                entries,
+                unreplicated: s.backlog.iter().map(|op| op_text(*op)).collect(),
+            }
+        })
+        .collect();
+    StateView {
+        time,
+        clients,
+        servers,
+        resource: ResourceView {
+            value: w.resource.value as u64,
+            accepted_writes: w.resource.accepted as u64,
+            max_token: w.resource.max_token.map(|t| t as u64),
+        },
+        network: w.net.iter().map(|msg| message(w, msg)).collect(),
+        faults_left: crate::faults::FaultKind::ALL
+            .into_iter()
+            .filter(|k| m.params.faults.get(*k) > 0)
+            .map(|k| (k.name().to_string(), w.faults_left.get(k) as u32))
+            .collect(),
+    }
+}

@@ -1,0 +1,500 @@
+//! The world state: clients with their own beliefs, the Redis servers, the
+//! messages in flight, the resource, the remaining fault budgets and the
+//! ghost facts the invariants read.
+//!
+//! The state holds no absolute time. Every timer is relative (ticks left),
+//! so the state space is finite without a time horizon; a trace recovers
+//! true time by adding up its `Tick` steps.
+
+use crate::faults::Budgets;
+use locklab_traces::{Event, EventKind};
+use serde::{Deserialize, Serialize};
+
+/// A participant that sends or receives messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Node {
+    Client(u8),
+    Redis(u8),
+}
+
+/// A lock value: the ownership proof of one acquisition (`c1#1` = client 1's
+/// first acquisition). Unique per acquisition, as the article demands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Val {
+    pub client: u8,
+    pub round: u8,
+}
+
+impl Val {
+    pub fn text(self) -> String {
+        format!("c{}#{}", self.client + 1, self.round + 1)
+    }
+}
+
+/// Which of a client's connections a message travels on. The watchdog has
+/// its own, so a renewal and a release can be in flight at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Chan {
+    Main,
+    Watchdog,
+}
+
+/// Redis commands on the single lock key `lock` (and, for fencing, the
+/// token counter). Scripts are one command: Redis runs them atomically with
+/// time frozen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "cmd")]
+pub enum Cmd {
+    /// `SET lock v NX PX ttl`
+    SetNxPx { val: Val, ttl: u8 },
+    /// `SETNX lock v`
+    SetNx { val: Val },
+    /// `EXPIRE lock ttl`
+    Expire { ttl: u8 },
+    /// `GET lock`
+    Get,
+    /// `DEL lock`
+    Del,
+    /// `EVAL "if GET==v then DEL"` (compare-and-delete)
+    Cad { val: Val },
+    /// `EVAL "if GET==v then PEXPIRE ttl"` (checked renewal)
+    Renew { val: Val, ttl: u8 },
+    /// `PEXPIRE lock ttl` (unchecked renewal)
+    PExpire { ttl: u8 },
+    /// `EVAL "if SET NX PX ok then return INCR token"` (fenced acquire)
+    FencedSet { val: Val, ttl: u8 },
+}
+
+impl Cmd {
+    pub fn text(self) -> String {
+        match self {
+            Cmd::SetNxPx { val, ttl } => format!("SET lock {} NX PX {ttl}", val.text()),
+            Cmd::SetNx { val } => format!("SETNX lock {}", val.text()),
+            Cmd::Expire { ttl } => format!("EXPIRE lock {ttl}"),
+            Cmd::Get => "GET lock".into(),
+            Cmd::Del => "DEL lock".into(),
+            Cmd::Cad { val } => format!("EVAL compare-and-delete lock {}", val.text()),
+            Cmd::Renew { val, ttl } => {
+                format!("EVAL compare-and-PEXPIRE lock {} {ttl}", val.text())
+            }
+            Cmd::PExpire { ttl } => format!("PEXPIRE lock {ttl}"),
+            Cmd::FencedSet { val, ttl } => {
+                format!("EVAL SET lock {} NX PX {ttl} + INCR token", val.text())
+            }
+        }
+    }
+}
+
+/// Redis replies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "reply", content = "value")]
+pub enum Reply {
+    Ok,
+    Nil,
+    Int(u8),
+    Val(Val),
+    Token(u16),
+}
+
+impl Reply {
+    pub fn text(self) -> String {
+        match self {
+            Reply::Ok => "OK".into(),
+            Reply::Nil => "nil".into(),
+            Reply::Int(i) => format!("{i}"),
+            Reply::Val(v) => format!("\"{}\"", v.text()),
+            Reply::Token(t) => format!("token {t}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Body {
+    Req(Cmd),
+    Reply(Reply),
+}
+
+/// A message in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Msg {
+    pub from: Node,
+    pub to: Node,
+    pub chan: Chan,
+    pub body: Body,
+    /// `Some(n)`: a delay fault holds it back for at most `n` more ticks. It
+    /// may still arrive earlier; it just no longer forces time to wait for it.
+    pub held: Option<u8>,
+    /// The sender gave up on this request (timed out and closed the
+    /// connection, or crashed): it still runs on the server, but its reply
+    /// goes nowhere.
+    pub orphan: bool,
+}
+
+/// A key's expiry, relative to now on its server's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ttl {
+    /// No expiry (`SETNX` without `EXPIRE`).
+    Never,
+    /// Ticks until `expire_at`. The key is live while this is `>= 0`: Redis
+    /// still serves a key when `now == expire_at`. Only replicas keep
+    /// negative values (they never expire keys themselves).
+    Left(i16),
+}
+
+/// The lock key's value and expiry on one server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Entry {
+    pub val: Val,
+    pub ttl: Ttl,
+}
+
+impl Entry {
+    pub fn live(&self) -> bool {
+        match self.ttl {
+            Ttl::Never => true,
+            Ttl::Left(t) => t >= 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Takes client commands; the only role of a single or Redlock instance.
+    Primary,
+    /// Applies the primary's replication stream; never expires keys.
+    Replica,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Up,
+    /// Restarting: unavailable for this many more ticks.
+    Down(u8),
+    /// Failed over: gone for good.
+    Dead,
+}
+
+/// One write of the primary's replication stream, not yet applied by the
+/// replica. Expiries travel as absolute times (Redis 7 sends `PXAT`), kept
+/// here relative to the replica's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplOp {
+    Set(Entry),
+    Del,
+    Expire(Ttl),
+    Incr,
+}
+
+/// One Redis server.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RedisNode {
+    pub status: Status,
+    pub role: Role,
+    pub lock: Option<Entry>,
+    /// The fencing-token counter (`INCR token`); 0 = absent.
+    pub counter: u16,
+    /// Offset of this server's wall clock from true time.
+    pub clock: i16,
+    /// Replication stream waiting for the replica (primary only).
+    pub backlog: Vec<ReplOp>,
+}
+
+impl RedisNode {
+    pub fn new(role: Role) -> RedisNode {
+        RedisNode {
+            status: Status::Up,
+            role,
+            lock: None,
+            counter: 0,
+            clock: 0,
+            backlog: Vec::new(),
+        }
+    }
+    pub fn is_up(&self) -> bool {
+        self.status == Status::Up
+    }
+    pub fn is_dead(&self) -> bool {
+        self.status == Status::Dead
+    }
+}
+
+/// Where a client's program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "phase", content = "step")]
+pub enum Phase {
+    /// Waiting to (re)start an acquisition; the timer says when.
+    Idle,
+    /// Acquiring; the protocol's step number; the timer is the request timeout.
+    Acquire(u8),
+    /// In the critical section: read done, working. Timer = work left, or
+    /// `None` when a `slow` fault made the work open-ended.
+    Work,
+    /// Validity checked, the write is due (only for protocols that check).
+    Write,
+    /// Critical section over; the release is due.
+    Leave,
+    /// Releasing; the protocol's step number; the timer is the request timeout.
+    Release(u8),
+    /// All acquisitions done.
+    Done,
+}
+
+/// The watchdog's renewal timer (monotonic: clock jumps do not move it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WdState {
+    /// Next renewal in this many ticks.
+    Sleeping(u8),
+    /// A renewal is in flight; gives up after this many ticks.
+    Waiting(u8),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Watchdog {
+    /// The lock value it keeps alive.
+    pub val: Val,
+    pub state: WdState,
+    /// Renewals sent so far (only counted when a renewal cap is set).
+    pub renewals: u8,
+}
+
+/// A Redlock client's view of one instance during an acquisition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Vote {
+    Pending,
+    Yes,
+    No,
+}
+
+/// One client process.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Client {
+    /// The business thread is alive (false after a crash).
+    pub alive: bool,
+    /// `Some(n)`: the whole process is frozen for at most `n` more ticks.
+    pub paused: Option<u8>,
+    pub phase: Phase,
+    /// The business thread's one timer; `Some(0)` = a step is due now.
+    pub timer: Option<u8>,
+    /// Acquisitions completed.
+    pub round: u8,
+    /// The resource value read in this critical section.
+    pub read: Option<u8>,
+    /// Fencing token of the current hold.
+    pub token: Option<u16>,
+    /// Offset of this client's wall clock from true time.
+    pub clock: i16,
+    pub wd: Option<Watchdog>,
+    /// Redlock: per-instance votes of the current attempt.
+    pub votes: Vec<Vote>,
+    /// Redlock: ticks since T1 by this client's wall clock.
+    pub elapsed: i16,
+    /// Redlock: validity left by this client's wall clock while it holds.
+    pub validity: i16,
+}
+
+impl Client {
+    pub fn new() -> Client {
+        Client {
+            alive: true,
+            paused: None,
+            phase: Phase::Idle,
+            timer: Some(0),
+            round: 0,
+            read: None,
+            token: None,
+            clock: 0,
+            wd: None,
+            votes: Vec::new(),
+            elapsed: 0,
+            validity: 0,
+        }
+    }
+
+    /// The lock value of the client's current acquisition.
+    pub fn val(&self, id: u8) -> Val {
+        Val {
+            client: id,
+            round: self.round,
+        }
+    }
+
+    /// The client believes it holds the lock and is in its critical section.
+    pub fn holds(&self) -> bool {
+        self.alive && matches!(self.phase, Phase::Work | Phase::Write)
+    }
+
+    /// Its business thread has a step due now.
+    pub fn step_due(&self) -> bool {
+        self.alive && self.paused.is_none() && self.phase != Phase::Done && self.timer == Some(0)
+    }
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Client::new()
+    }
+}
+
+/// The protected resource: a counter every critical section increments by
+/// read-modify-write, and the highest fencing token it has seen.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Resource {
+    pub value: u8,
+    pub accepted: u8,
+    pub max_token: Option<u16>,
+}
+
+/// Facts about transitions that invariants need: recorded in the state so
+/// that the state where they become true ends a counterexample.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Ghost {
+    /// First time a client deleted or re-timed a lock entry another client
+    /// owned: (the client, the owner, what it did).
+    pub foreign: Option<(u8, u8, Touch)>,
+    /// Highest fencing token granted so far.
+    pub last_token: Option<u16>,
+    /// A token was granted that was not above every earlier one: (token, previous highest).
+    pub token_regressed: Option<(u16, u16)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Touch {
+    Deleted,
+    Extended,
+}
+
+/// The whole world.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct World {
+    pub clients: Vec<Client>,
+    pub redis: Vec<RedisNode>,
+    /// Messages in flight, kept sorted so equal worlds compare equal.
+    pub net: Vec<Msg>,
+    pub resource: Resource,
+    pub faults_left: Budgets,
+    pub ghost: Ghost,
+}
+
+impl World {
+    pub fn push_msg(&mut self, m: Msg) {
+        let at = self.net.partition_point(|x| x <= &m);
+        self.net.insert(at, m);
+    }
+
+    pub fn remove_msg(&mut self, m: &Msg) -> bool {
+        match self.net.iter().position(|x| x == m) {
+            Some(i) => {
+                self.net.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Index of the Redis server clients send commands to (the primary).
+    pub fn primary(&self) -> u8 {
+        self.redis
+            .iter()
+            .position(|s| s.role == Role::Primary && !s.is_dead())
+            .unwrap_or(0) as u8
+    }
+
+    /// A primary with a live replica can fail over.
+    pub fn can_fail_over(&self) -> bool {
+        self.redis.len() == 2
+            && self
+                .redis
+                .iter()
+                .any(|s| s.role == Role::Replica && s.is_up())
+            && self
+                .redis
+                .iter()
+                .any(|s| s.role == Role::Primary && s.is_up())
+    }
+
+    pub fn client_name(&self, c: u8) -> String {
+        format!("c{}", c + 1)
+    }
+
+    pub fn server_name(&self, s: u8) -> String {
+        if self.redis.len() == 1 {
+            "redis".into()
+        } else {
+            format!("redis{}", s + 1)
+        }
+    }
+
+    pub fn node_name(&self, n: Node) -> String {
+        match n {
+            Node::Client(c) => self.client_name(c),
+            Node::Redis(s) => self.server_name(s),
+        }
+    }
+
+    pub fn msg_text(&self, m: &Msg) -> String {
+        match m.body {
+            Body::Req(c) => c.text(),
+            Body::Reply(r) => r.text(),
+        }
+    }
+}
+
+/// Collects the events of one step when a trace is being built; costs
+/// nothing in the search, where it is off.
+pub struct Log {
+    events: Option<Vec<Event>>,
+}
+
+impl Log {
+    pub fn off() -> Log {
+        Log { events: None }
+    }
+    pub fn on() -> Log {
+        Log {
+            events: Some(Vec::new()),
+        }
+    }
+    pub fn enabled(&self) -> bool {
+        self.events.is_some()
+    }
+    /// Records an event. Use the `ev!` macro, which builds the strings
+    /// only when the log is on.
+    pub fn push(&mut self, kind: EventKind, at: String, peer: Option<String>, text: String) {
+        if let Some(v) = &mut self.events {
+            v.push(Event {
+                kind,
+                at,
+                peer,
+                text,
+            });
+        }
+    }
+    pub fn take(self) -> Vec<Event> {
+        self.events.unwrap_or_default()
+    }
+}
+
+/// Records an event in a `Log`, evaluating its arguments only when the log
+/// is on: `ev!(log, EventKind::Send, at, Some(peer), "SET {}", x)`.
+#[macro_export]
+macro_rules! ev {
+    ($log:expr, $kind:expr, $at:expr, $peer:expr, $($fmt:tt)*) => {
+        if $log.enabled() {
+            $log.push($kind, $at, $peer, format!($($fmt)*));
+        }
+    };
+}

@@ -1,0 +1,71 @@
+//! Helpers shared by the model tests.
+#![allow(dead_code)]
+
+use locklab_models::search::{SearchOptions, SearchResult, search};
+use locklab_models::{Budgets, FaultKind, Invariant, LockModel, Params, protocols};
+
+/// `protocol` with default parameters and exactly `faults` switched on
+/// (budget 1 each).
+pub fn model(protocol: &str, faults: &[FaultKind]) -> LockModel {
+    model_with(protocol, faults, |_| {})
+}
+
+/// Like `model`, with a chance to change parameters.
+pub fn model_with(protocol: &str, faults: &[FaultKind], f: impl FnOnce(&mut Params)) -> LockModel {
+    let proto = protocols::by_name(protocol).expect("known protocol");
+    let mut p = Params::defaults(proto);
+    p.faults = Budgets::none();
+    for k in faults {
+        p.faults.set(*k, 1);
+    }
+    f(&mut p);
+    LockModel::new(proto, p).expect("valid parameters")
+}
+
+/// Exhaustive search for the given invariants.
+pub fn check(m: &LockModel, invs: &[Invariant]) -> SearchResult {
+    search(
+        m,
+        &SearchOptions {
+            invariants: invs.to_vec(),
+            max_states: None,
+            max_depth: None,
+            symmetry: true,
+        },
+    )
+}
+
+/// Asserts `inv` is violated and returns the shortest path's length.
+pub fn violated(m: &LockModel, inv: Invariant) -> usize {
+    let r = check(m, &[inv]);
+    let path = r
+        .violations
+        .get(&inv)
+        .unwrap_or_else(|| panic!("{} should be violated by {:?}", inv.name(), m));
+    path.len()
+}
+
+/// Asserts `inv` holds and the search was exhaustive.
+pub fn holds(m: &LockModel, inv: Invariant) {
+    let r = check(m, &[inv]);
+    assert!(
+        !r.violations.contains_key(&inv),
+        "{} should hold for {:?}, found a {}-step counterexample",
+        inv.name(),
+        m,
+        r.violations[&inv].len()
+    );
+    assert!(
+        r.exhaustive(),
+        "the search must be exhaustive to claim {} holds",
+        inv.name()
+    );
+}
+
+pub const ALL_SINGLE: &[FaultKind] = &[
+    FaultKind::Pause,
+    FaultKind::Slow,
+    FaultKind::Loss,
+    FaultKind::Delay,
+    FaultKind::Crash,
+];

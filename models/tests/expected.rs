@@ -1,0 +1,151 @@
+//! What the foundation issue says the search must show, computed by the
+//! search (never looked up), for the four single-Redis protocols.
+
+mod common;
+use common::*;
+use locklab_models::search::{SearchOptions, search};
+use locklab_models::{FaultKind::*, Invariant, Invariant::*, protocols};
+
+const SINGLE: [&str; 4] = ["setnx-expire", "naive-del", "get-del", "lua-release"];
+
+#[test]
+fn fault_free_runs_satisfy_every_invariant() {
+    for p in SINGLE {
+        let m = model(p, &[]);
+        let all: Vec<Invariant> = Invariant::ALL
+            .into_iter()
+            .filter(|i| i.applies(m.proto))
+            .collect();
+        let r = check(&m, &all);
+        assert!(
+            r.violations.is_empty(),
+            "{p} breaks {:?} without faults",
+            r.violations.keys()
+        );
+        assert!(r.exhaustive(), "{p}: search not exhaustive");
+        assert!(r.states > 1, "{p}: the search explored nothing");
+    }
+}
+
+#[test]
+fn naive_del_breaks_mutual_exclusion_under_pause_and_under_slow() {
+    assert!(violated(&model("naive-del", &[Pause]), MutualExclusion) > 0);
+    assert!(violated(&model("naive-del", &[Slow]), MutualExclusion) > 0);
+}
+
+#[test]
+fn naive_del_deletes_another_clients_lock() {
+    violated(&model("naive-del", &[Pause]), Ownership);
+    violated(&model("naive-del", &[Slow]), Ownership);
+}
+
+#[test]
+fn get_del_still_breaks_ownership_through_its_window() {
+    // The lock changes hands between GET and DEL: a delayed DEL suffices ...
+    violated(&model("get-del", &[Delay]), Ownership);
+    // ... and so does a pause between the GET reply and sending DEL.
+    violated(&model("get-del", &[Pause]), Ownership);
+    // A slow critical section alone is not enough: GET sees the new owner.
+    holds(&model("get-del", &[Slow]), Ownership);
+}
+
+#[test]
+fn lua_release_keeps_ownership_under_every_fault() {
+    holds(&model("lua-release", ALL_SINGLE), Ownership);
+}
+
+#[test]
+fn lua_release_still_breaks_mutual_exclusion_under_pause_or_slow() {
+    violated(&model("lua-release", &[Pause]), MutualExclusion);
+    violated(&model("lua-release", &[Slow]), MutualExclusion);
+    // Without a pause or a slow critical section the TTL is never outrun.
+    holds(
+        &model("lua-release", &[Loss, Delay, Crash]),
+        MutualExclusion,
+    );
+}
+
+#[test]
+fn setnx_expire_crash_between_commands_orphans_the_lock() {
+    let m = model("setnx-expire", &[Crash]);
+    let n = violated(&m, NoOrphanLock);
+    // SETNX out, SETNX runs, crash before EXPIRE.
+    assert_eq!(n, 3);
+    // With the single SET NX PX command the same crash is harmless.
+    holds(&model("naive-del", &[Crash]), NoOrphanLock);
+}
+
+#[test]
+fn counterexamples_are_shortest() {
+    // A k-step counterexample must not exist within k-1 steps.
+    let cases = [
+        ("naive-del", vec![Pause], MutualExclusion),
+        ("naive-del", vec![Slow], Ownership),
+        ("get-del", vec![Delay], Ownership),
+        ("lua-release", vec![Pause], NoLostUpdate),
+        ("setnx-expire", vec![Crash], NoOrphanLock),
+    ];
+    for (p, faults, inv) in cases {
+        let m = model(p, &faults);
+        let k = violated(&m, inv) as u64;
+        let r = search(
+            &m,
+            &SearchOptions {
+                invariants: vec![inv],
+                max_states: None,
+                max_depth: Some(k - 1),
+                symmetry: true,
+            },
+        );
+        assert!(
+            !r.violations.contains_key(&inv),
+            "{p}: found a {}-step {} counterexample below the {k} steps reported",
+            r.violations[&inv].len(),
+            inv.name()
+        );
+        // Without symmetry reduction the shortest length is the same.
+        let plain = search(
+            &m,
+            &SearchOptions {
+                invariants: vec![inv],
+                max_states: None,
+                max_depth: None,
+                symmetry: false,
+            },
+        );
+        assert_eq!(
+            plain.violations[&inv].len() as u64,
+            k,
+            "{p}: symmetry changed the length"
+        );
+    }
+}
+
+#[test]
+fn stateright_bfs_agrees_on_the_shortest_length() {
+    // stateright 0.31's own BFS is shortest with one property and one
+    // thread; it must find paths of the same length as ours.
+    use stateright::{Checker, Model};
+    for (p, faults, inv) in [
+        ("naive-del", vec![Pause], MutualExclusion),
+        ("get-del", vec![Delay], Ownership),
+        ("setnx-expire", vec![Crash], NoOrphanLock),
+    ] {
+        let mut m = model(p, &faults);
+        let ours = violated(&m, inv);
+        m.properties = vec![inv];
+        let checker = m.checker().threads(1).spawn_bfs().join();
+        let path = checker
+            .discovery(inv.name())
+            .unwrap_or_else(|| panic!("stateright finds no {} counterexample for {p}", inv.name()));
+        assert_eq!(path.into_actions().len(), ours, "{p}: {}", inv.name());
+    }
+}
+
+#[test]
+fn every_protocol_is_listed_once() {
+    let names = protocols::names();
+    for p in SINGLE {
+        assert_eq!(names.iter().filter(|n| **n == p).count(), 1);
+    }
+}

@@ -1,0 +1,333 @@
+//! `locklab check`: exhaustive search, one verified shortest counterexample
+//! per broken invariant, and which fault kinds each one needed.
+
+use crate::options::ModelArgs;
+use crate::util::{
+    EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic,
+};
+use clap::{Args, ValueEnum};
+use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
+use locklab_models::{FaultKind, Invariant, LockModel, trace};
+use locklab_traces::{CheckReport, Document, SCHEMA_VERSION, SearchSummary, Trace, Verdict};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Check only these invariants, comma-separated (the exit code then speaks of them alone)
+    #[arg(long, value_name = "NAMES", help_heading = "Search")]
+    pub invariants: Option<String>,
+    /// Stop after this many distinct states (the result is then incomplete)
+    #[arg(long, value_name = "N", help_heading = "Search")]
+    pub max_states: Option<u64>,
+    /// Explore paths of at most this many steps (the result may then be incomplete)
+    #[arg(long, value_name = "N", help_heading = "Search")]
+    pub max_depth: Option<u64>,
+    /// Do not merge states that differ only by renaming clients or instances
+    #[arg(long, help_heading = "Search")]
+    pub no_symmetry: bool,
+    /// Skip the search for the smallest sets of fault kinds that break each invariant
+    #[arg(long, help_heading = "Search")]
+    pub no_fault_analysis: bool,
+
+    /// Write every verdict and counterexample as one JSON check report
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// Write one JSON trace file per counterexample into this directory
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub out_dir: Option<PathBuf>,
+    /// Standard output format
+    #[arg(long, value_enum, default_value = "text", help_heading = "Output")]
+    pub format: OutFormat,
+    /// Colour on standard output
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
+    pub color: Color,
+}
+
+/// The invariants a check covers, in the fixed order.
+fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> {
+    let all: Vec<Invariant> = Invariant::ALL
+        .into_iter()
+        .filter(|i| i.applies(m.proto))
+        .collect();
+    let Some(list) = &args.invariants else {
+        return Ok(all);
+    };
+    let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+    let mut out = Vec::new();
+    for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let inv = Invariant::from_name(s).ok_or_else(|| unknown("invariant", s, &names))?;
+        if !inv.applies(m.proto) {
+            return Err(Failure::input(format!(
+                "invariant '{s}' does not apply to {}: it grants no fencing tokens",
+                m.proto.name()
+            )));
+        }
+        if !out.contains(&inv) {
+            out.push(inv);
+        }
+    }
+    if out.is_empty() {
+        return Err(Failure::input(format!(
+            "--invariants is empty; known invariants: {}",
+            names.join(", ")
+        )));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// All subsets of `kinds` with `size` elements, in order.
+fn subsets(kinds: &[FaultKind], size: usize) -> Vec<Vec<FaultKind>> {
+    if size == 0 {
+        return vec![vec![]];
+    }
+    let mut out = Vec::new();
+    for (i, k) in kinds.iter().enumerate() {
+        for mut rest in subsets(&kinds[i + 1..], size - 1) {
+            rest.insert(0, *k);
+            out.push(rest);
+        }
+    }
+    out
+}
+
+/// The smallest sets of fault kinds with which `inv` still breaks (design
+/// §5b: pause alone? clock jump alone?). Searches every set no larger than
+/// the one the counterexample used, smallest first, each with only that set
+/// switched on. Returns the sets found and whether every smaller set was
+/// shown safe by an exhaustive search.
+fn minimal_fault_sets(
+    m: &LockModel,
+    inv: Invariant,
+    used: &[FaultKind],
+    base: &SearchOptions,
+) -> (Vec<Vec<FaultKind>>, bool) {
+    let on = m.params.faults.enabled();
+    let mut proven = true;
+    for size in 0..=used.len() {
+        let mut found = Vec::new();
+        for set in subsets(&on, size) {
+            let mut sub = m.clone();
+            for k in &on {
+                if !set.contains(k) {
+                    sub.params.faults.set(*k, 0);
+                }
+            }
+            let r = search(
+                &sub,
+                &SearchOptions {
+                    invariants: vec![inv],
+                    ..base.clone()
+                },
+            );
+            if r.violations.contains_key(&inv) {
+                found.push(set);
+            } else if !r.exhaustive() {
+                proven = false;
+            }
+        }
+        if !found.is_empty() {
+            return (found, proven);
+        }
+    }
+    (vec![used.to_vec()], proven)
+}
+
+fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
+    match r.stop {
+        Stop::MaxStates => Some(format!("--max-states {}", opts.max_states.unwrap_or(0))),
+        Stop::MaxDepth => Some(format!("--max-depth {}", opts.max_depth.unwrap_or(0))),
+        _ => None,
+    }
+}
+
+pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    let m = args.model.build()?;
+    let invariants = selected(args, &m)?;
+    if let Some(p) = &args.json {
+        check_writable(p)?;
+    }
+    if let Some(d) = &args.out_dir {
+        if d.exists() && !d.is_dir() {
+            return Err(Failure::input(format!(
+                "--out-dir {}: not a directory",
+                d.display()
+            )));
+        }
+    }
+    if args.max_states == Some(0) || args.max_depth == Some(0) {
+        return Err(Failure::input(
+            "--max-states and --max-depth must be at least 1",
+        ));
+    }
+    let opts = SearchOptions {
+        invariants: invariants.clone(),
+        max_states: args.max_states,
+        max_depth: args.max_depth,
+        symmetry: !args.no_symmetry,
+    };
+    let result = search(&m, &opts);
+
+    let mut traces: Vec<Trace> = Vec::new();
+    let mut verdicts: Vec<Verdict> = Vec::new();
+    for inv in Invariant::ALL {
+        if !inv.applies(m.proto) {
+            verdicts.push(Verdict {
+                invariant: inv.name().into(),
+                category: inv.category().into(),
+                status: "n/a".into(),
+                steps: None,
+                faults_used: vec![],
+                minimal_fault_sets: None,
+                fault_sets_proven_minimal: false,
+                note: format!("{} grants no fencing tokens", m.proto.name()),
+            });
+            continue;
+        }
+        if !invariants.contains(&inv) {
+            continue;
+        }
+        match result.violations.get(&inv) {
+            Some(path) => {
+                // Every counterexample is replayed through the model, then
+                // written out and read back, before anyone sees it.
+                let t = trace::build(&m, path, inv, "check", None).map_err(|e| Failure {
+                    code: 70,
+                    message: format!("internal error: a counterexample failed to replay ({e})"),
+                })?;
+                let text = t.to_json();
+                let reread = match Document::parse(&text) {
+                    Ok(Document::Trace(t)) => *t,
+                    _ => {
+                        return Err(Failure {
+                            code: 70,
+                            message: "internal error: a trace did not read back".into(),
+                        });
+                    }
+                };
+                trace::validate(&reread).map_err(|e| Failure {
+                    code: 70,
+                    message: format!("internal error: a written trace failed validation ({e})"),
+                })?;
+                let used: Vec<FaultKind> = t
+                    .faults_used
+                    .iter()
+                    .filter_map(|n| FaultKind::from_name(n))
+                    .collect();
+                let (sets, proven) = if args.no_fault_analysis {
+                    (None, false)
+                } else {
+                    let (s, p) = minimal_fault_sets(&m, inv, &used, &opts);
+                    (Some(s), p)
+                };
+                verdicts.push(Verdict {
+                    invariant: inv.name().into(),
+                    category: inv.category().into(),
+                    status: "violated".into(),
+                    steps: Some(t.steps.len()),
+                    faults_used: t.faults_used.clone(),
+                    minimal_fault_sets: sets.map(|v| {
+                        v.iter()
+                            .map(|set| set.iter().map(|k| k.name().to_string()).collect())
+                            .collect()
+                    }),
+                    fault_sets_proven_minimal: proven,
+                    note: t.violation.clone(),
+                });
+                traces.push(t);
+            }
+            None if result.exhaustive() => verdicts.push(Verdict {
+                invariant: inv.name().into(),
+                category: inv.category().into(),
+                status: "holds".into(),
+                steps: None,
+                faults_used: vec![],
+                minimal_fault_sets: None,
+                fault_sets_proven_minimal: false,
+                note: format!("exhaustive: every one of {} states explored", crate::report::thousands(result.states)),
+            }),
+            None => verdicts.push(Verdict {
+                invariant: inv.name().into(),
+                category: inv.category().into(),
+                status: "unknown".into(),
+                steps: None,
+                faults_used: vec![],
+                minimal_fault_sets: None,
+                fault_sets_proven_minimal: false,
+                note: format!(
+                    "search incomplete: stopped at {} after {} states",
+                    bound_text(&result, &opts).unwrap_or_default(),
+                    result.states
+                ),
+            }),
+        }
+    }
+
+    let report = CheckReport {
+        schema_version: SCHEMA_VERSION,
+        kind: "check-report".into(),
+        tool: format!("locklab {}", env!("CARGO_PKG_VERSION")),
+        config: trace::config(&m),
+        search: SearchSummary {
+            strategy: "breadth-first".into(),
+            symmetry: opts.symmetry,
+            states: result.states,
+            transitions: result.transitions,
+            max_depth: result.depth,
+            complete: result.exhaustive(),
+            bound_hit: bound_text(&result, &opts),
+            seconds: result.elapsed.as_secs_f64(),
+        },
+        verdicts,
+        traces,
+    };
+
+    // Outputs: everything is computed; now write.
+    if let Some(p) = &args.json {
+        write_atomic(p, &report.to_json())?;
+    }
+    if let Some(d) = &args.out_dir {
+        std::fs::create_dir_all(d)
+            .map_err(|e| Failure::input(format!("cannot create {}: {e}", d.display())))?;
+        for t in &report.traces {
+            let p = d.join(format!("{}.{}.json", t.config.protocol, t.invariant));
+            write_atomic(&p, &t.to_json())?;
+        }
+    }
+    let color = match args.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    match args.format {
+        OutFormat::Json => print!("{}", report.to_json()),
+        OutFormat::Text => print!("{}", crate::report::render(&report, color)),
+    }
+
+    let any_unknown = report.verdicts.iter().any(|v| v.status == "unknown");
+    let any_violated = report.verdicts.iter().any(|v| v.status == "violated");
+    Ok(if any_unknown {
+        EXIT_INCOMPLETE
+    } else if any_violated {
+        EXIT_VIOLATION
+    } else {
+        EXIT_OK
+    })
+}

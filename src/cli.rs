@@ -1,0 +1,87 @@
+//! Command-line structure and dispatch.
+
+use crate::util::{EXIT_BAD_INPUT, Failure};
+use clap::{Parser, Subcommand};
+
+/// Deterministic simulator and model checker for distributed-lock protocols.
+///
+/// Every counterexample is a shortest path found by exhaustive
+/// breadth-first search and replayed through the model before it is shown.
+/// Exit codes: 0 no violation, 1 violation found, 2 bad input,
+/// 3 search incomplete (a bound was hit).
+#[derive(Parser, Debug)]
+#[command(name = "locklab", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Explore a protocol exhaustively; print the shortest counterexample for every invariant it breaks
+    #[command(allow_negative_numbers = true)]
+    Check(crate::check::CheckArgs),
+    /// List protocols, fault kinds and invariants
+    List,
+    /// Step through a protocol's states in stateright's web Explorer (on 127.0.0.1)
+    #[command(allow_negative_numbers = true)]
+    Explore(ExploreArgs),
+    /// Read trace files: render them, or check that they replay through the model
+    #[command(subcommand)]
+    Trace(crate::trace_cmd::TraceCommand),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExploreArgs {
+    #[command(flatten)]
+    pub model: crate::options::ModelArgs,
+    /// Address to serve on (loopback only)
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    pub addr: std::net::SocketAddr,
+}
+
+fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
+    use stateright::Model;
+    if !args.addr.ip().is_loopback() {
+        return Err(Failure::input(format!(
+            "--addr {}: the Explorer only serves on loopback (127.0.0.1 or ::1)",
+            args.addr
+        )));
+    }
+    let m = args.model.build()?;
+    eprintln!(
+        "Explorer for {} on http://{} (Ctrl-C to stop)",
+        m.proto.name(),
+        args.addr
+    );
+    // Serves until the process is stopped.
+    let _checker = m.checker().serve(args.addr);
+    Ok(0)
+}
+
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match &cli.command {
+        Command::Check(a) => crate::check::run(a),
+        Command::List => {
+            print!("{}", crate::list::render());
+            Ok(0)
+        }
+        Command::Explore(a) => explore(a),
+        Command::Trace(t) => crate::trace_cmd::run(t),
+    };
+    match result {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! The options that describe one model (protocol, world, faults), shared by
+//! every command that builds one, and their translation into a validated
+//! `LockModel`.
+
+use crate::util::{Failure, unknown};
+use clap::{Args, ValueEnum};
+use locklab_models::params::{PARAMS, ResourceCheck, TokenRule};
+use locklab_models::{FaultKind, LockModel, Params, protocols};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum CheckOpt {
+    None,
+    Write,
+    ReadWrite,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RuleOpt {
+    Ge,
+    Gt,
+}
+
+/// One model: a protocol, its parameters, and the faults to explore.
+/// Durations are in ticks (1 tick = 5 s of the article's world).
+#[derive(Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// Protocol to model (`locklab list` shows them all)
+    #[arg(value_name = "PROTOCOL")]
+    pub protocol: String,
+
+    /// Number of clients competing for the lock [default: 2]
+    #[arg(long, value_name = "N", help_heading = "World")]
+    pub clients: Option<u8>,
+    /// Acquisitions each client makes [default: 1]
+    #[arg(long, value_name = "N", help_heading = "World")]
+    pub acquisitions: Option<u8>,
+    /// Fault kinds to explore, comma-separated, or `none` or `all`
+    /// [default: every kind the protocol's lock service can suffer]
+    #[arg(long, value_name = "KINDS", help_heading = "Faults")]
+    pub faults: Option<String>,
+    /// How many times a fault kind may strike, e.g. `pause=2,loss=1` [default: 1 each]
+    #[arg(
+        long,
+        value_name = "KIND=N",
+        value_delimiter = ',',
+        help_heading = "Faults"
+    )]
+    pub budget: Vec<String>,
+
+    /// Lock TTL [default: 6 = the article's 30 s]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub ttl: Option<u8>,
+    /// Work inside the critical section, between read and write [default: 1]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub work: Option<u8>,
+    /// Client request timeout [default: 1]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub timeout: Option<u8>,
+    /// Delay before retrying a failed acquisition [default: 1]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub retry: Option<u8>,
+    /// Longest pause a `pause` fault causes [default: 2 x TTL]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub pause_max: Option<u8>,
+    /// Longest a `delay` fault holds a message [default: 2 x TTL]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub delay_max: Option<u8>,
+    /// Size of a clock jump [default: TTL]
+    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
+    pub jump: Option<u8>,
+
+    /// Watchdog: ticks between renewals [default: TTL/3]
+    #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
+    pub renew_every: Option<u8>,
+    /// Watchdog: stop renewing after this many ticks [default: never]
+    #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
+    pub renew_cap: Option<u8>,
+    /// Watchdog bug: renew with a plain PEXPIRE, no ownership check
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub renew_unchecked: bool,
+    /// Watchdog bug: never cancel the renewal (survives release and crash)
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub no_cancel: bool,
+    /// Redlock: number of independent instances [default: 5]
+    #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
+    pub instances: Option<u8>,
+    /// Redlock: votes needed [default: N/2+1]
+    #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
+    pub quorum: Option<u8>,
+    /// Redlock: clock-drift allowance [default: 1 = 0.01 x TTL + 2 ms, rounded up]
+    #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
+    pub drift: Option<u8>,
+    /// A restarted Redis stays unavailable for TTL+1 ticks before serving
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub delayed_restart: bool,
+    /// Where the resource checks fencing tokens [default: none]
+    #[arg(long, value_enum, help_heading = "Protocol knobs")]
+    pub resource_check: Option<CheckOpt>,
+    /// How the resource compares tokens: ge (token >= max) or gt (token > max) [default: ge]
+    #[arg(long, value_enum, help_heading = "Protocol knobs")]
+    pub token_rule: Option<RuleOpt>,
+}
+
+fn fault_names() -> Vec<&'static str> {
+    FaultKind::ALL.iter().map(|k| k.name()).collect()
+}
+
+impl ModelArgs {
+    /// Options the user set, by CLI name.
+    fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        let mut add = |set: bool, name: &'static str| {
+            if set {
+                v.push(name);
+            }
+        };
+        add(self.renew_every.is_some(), "renew-every");
+        add(self.renew_cap.is_some(), "renew-cap");
+        add(self.renew_unchecked, "renew-unchecked");
+        add(self.no_cancel, "no-cancel");
+        add(self.instances.is_some(), "instances");
+        add(self.quorum.is_some(), "quorum");
+        add(self.drift.is_some(), "drift");
+        add(self.delayed_restart, "delayed-restart");
+        add(self.resource_check.is_some(), "resource-check");
+        add(self.token_rule.is_some(), "token-rule");
+        v
+    }
+
+    /// Builds and validates the model these options describe.
+    pub fn build(&self) -> Result<LockModel, Failure> {
+        let proto = protocols::by_name(&self.protocol)
+            .ok_or_else(|| unknown("protocol", &self.protocol, &protocols::names()))?;
+        for name in self.given() {
+            let info = PARAMS
+                .iter()
+                .find(|p| p.name == name)
+                .expect("every option is listed");
+            if let Some(only) = info.only {
+                if !only.contains(&proto.name()) {
+                    return Err(Failure::input(format!(
+                        "--{name} does not apply to {}: it is an option of {}",
+                        proto.name(),
+                        only.join(", ")
+                    )));
+                }
+            }
+        }
+        let mut p = Params::defaults(proto);
+        if let Some(v) = self.clients {
+            p.clients = v;
+        }
+        if let Some(v) = self.acquisitions {
+            p.acquisitions = v;
+        }
+        if let Some(v) = self.ttl {
+            // Durations derived from the TTL follow it unless set explicitly.
+            p.ttl = v;
+            p.pause_max = v.saturating_mul(2).min(locklab_models::params::MAX_TICKS);
+            p.delay_max = p.pause_max;
+            p.jump = v;
+            p.renew_every = (v / 3).max(1);
+        }
+        for (opt, field) in [
+            (self.work, &mut p.work),
+            (self.timeout, &mut p.timeout),
+            (self.retry, &mut p.retry),
+            (self.pause_max, &mut p.pause_max),
+            (self.delay_max, &mut p.delay_max),
+            (self.jump, &mut p.jump),
+            (self.renew_every, &mut p.renew_every),
+            (self.drift, &mut p.drift),
+        ] {
+            if let Some(v) = opt {
+                *field = v;
+            }
+        }
+        if self.renew_cap.is_some() {
+            p.renew_cap = self.renew_cap;
+        }
+        p.renew_unchecked = self.renew_unchecked;
+        p.no_cancel = self.no_cancel;
+        p.delayed_restart = self.delayed_restart;
+        if let Some(n) = self.instances {
+            p.instances = n;
+            p.quorum = n / 2 + 1;
+        }
+        if let Some(q) = self.quorum {
+            p.quorum = q;
+        }
+        if let Some(c) = self.resource_check {
+            p.resource_check = match c {
+                CheckOpt::None => ResourceCheck::None,
+                CheckOpt::Write => ResourceCheck::Write,
+                CheckOpt::ReadWrite => ResourceCheck::ReadWrite,
+            };
+        }
+        if let Some(r) = self.token_rule {
+            p.token_rule = match r {
+                RuleOpt::Ge => TokenRule::Ge,
+                RuleOpt::Gt => TokenRule::Gt,
+            };
+        }
+        self.apply_faults(proto, &mut p)?;
+        LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+    }
+
+    fn apply_faults(
+        &self,
+        proto: &dyn locklab_models::Protocol,
+        p: &mut Params,
+    ) -> Result<(), Failure> {
+        let names = fault_names();
+        if let Some(list) = &self.faults {
+            let list = list.trim();
+            let kinds: Vec<FaultKind> = match list {
+                "all" => proto.faults().to_vec(),
+                "none" | "" => Vec::new(),
+                _ => list
+                    .split(',')
+                    .map(|s| s.trim())
+                    .map(|s| {
+                        FaultKind::from_name(s).ok_or_else(|| {
+                            let mut known = names.clone();
+                            known.extend(["none", "all"]);
+                            unknown("fault kind", s, &known)
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            };
+            p.faults = locklab_models::Budgets::none();
+            for k in kinds {
+                p.faults.set(k, 1);
+            }
+        }
+        for item in &self.budget {
+            let (k, n) = item.split_once('=').ok_or_else(|| {
+                Failure::input(format!(
+                    "--budget {item:?} is not KIND=N (for example --budget pause=2)"
+                ))
+            })?;
+            let kind = FaultKind::from_name(k.trim())
+                .ok_or_else(|| unknown("fault kind", k.trim(), &names))?;
+            let n: u8 = n.trim().parse().map_err(|_| {
+                Failure::input(format!(
+                    "--budget {item:?}: {:?} is not a number (allowed 0..={})",
+                    n.trim(),
+                    locklab_models::params::MAX_BUDGET
+                ))
+            })?;
+            if p.faults.get(kind) == 0 && n > 0 {
+                let on: Vec<&str> = p.faults.enabled().iter().map(|k| k.name()).collect();
+                return Err(Failure::input(format!(
+                    "--budget {item}: fault '{}' is not switched on (faults on: {}); add it to --faults",
+                    kind.name(),
+                    if on.is_empty() {
+                        "none".to_string()
+                    } else {
+                        on.join(", ")
+                    }
+                )));
+            }
+            p.faults.set(kind, n);
+        }
+        Ok(())
+    }
+}

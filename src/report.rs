@@ -1,0 +1,158 @@
+//! The text form of a check report: the configuration, the search, one line
+//! per invariant, then each counterexample as a step table.
+
+use locklab_models::params::PARAMS;
+use locklab_traces::{CheckReport, Config, text};
+use std::fmt::Write;
+
+/// `ttl=6 work=1 ...` for the parameters that apply to the protocol.
+pub fn params_line(c: &Config) -> String {
+    PARAMS
+        .iter()
+        .filter(|p| {
+            p.only
+                .is_none_or(|only| only.contains(&c.protocol.as_str()))
+        })
+        .filter(|p| p.name != "clients" && p.name != "acquisitions")
+        .filter_map(|p| {
+            let key = p.name;
+            c.params.get(key).map(|v| match v {
+                serde_json::Value::String(s) => format!("{key}={s}"),
+                serde_json::Value::Null => format!("{key}=off"),
+                other => format!("{key}={other}"),
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn faults_line(c: &Config) -> String {
+    if c.faults.is_empty() {
+        "none".into()
+    } else {
+        c.faults
+            .iter()
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+pub fn render(r: &CheckReport, color: bool) -> String {
+    let (bold, red, green, yellow, reset) = if color {
+        ("\x1b[1m", "\x1b[1;31m", "\x1b[32m", "\x1b[33m", "\x1b[0m")
+    } else {
+        ("", "", "", "", "")
+    };
+    let c = &r.config;
+    let s = &r.search;
+    let mut out = String::new();
+    let _ = writeln!(out, "{bold}locklab check {}{reset}", c.protocol);
+    let _ = writeln!(
+        out,
+        "  world:  {} clients, {} acquisition{} each; faults: {}",
+        c.clients,
+        c.acquisitions,
+        if c.acquisitions == 1 { "" } else { "s" },
+        faults_line(c)
+    );
+    let _ = writeln!(out, "  params: {}", params_line(c));
+    let _ = writeln!(out, "  time:   {}", c.tick);
+    let completeness = if s.complete {
+        "exhaustive".to_string()
+    } else if let Some(b) = &s.bound_hit {
+        format!("{yellow}INCOMPLETE: stopped at {b}{reset}")
+    } else {
+        "stopped once every invariant checked was broken".to_string()
+    };
+    let _ = writeln!(
+        out,
+        "  search: {}{}, {} states, {} transitions, depth {}, {}, {:.2} s",
+        s.strategy,
+        if s.symmetry {
+            " with symmetry reduction"
+        } else {
+            ""
+        },
+        thousands(s.states),
+        thousands(s.transitions),
+        s.max_depth,
+        completeness,
+        s.seconds
+    );
+    let _ = writeln!(out);
+    let w_inv = r
+        .verdicts
+        .iter()
+        .map(|v| v.invariant.len())
+        .max()
+        .unwrap_or(9);
+    let w_cat = r
+        .verdicts
+        .iter()
+        .map(|v| v.category.len())
+        .max()
+        .unwrap_or(8);
+    for v in &r.verdicts {
+        let verdict = match v.status.as_str() {
+            "violated" => format!("{red}VIOLATED{reset} in {} steps", v.steps.unwrap_or(0)),
+            "holds" => format!("{green}holds{reset}"),
+            "unknown" => format!("{yellow}unknown{reset}"),
+            other => other.to_string(),
+        };
+        let faults = if v.status != "violated" {
+            String::new()
+        } else {
+            match &v.minimal_fault_sets {
+                Some(sets) if sets.iter().any(|s| s.is_empty()) => {
+                    "breaks with no fault at all; ".into()
+                }
+                Some(sets) => {
+                    let alts: Vec<String> = sets.iter().map(|s| s.join("+")).collect();
+                    let qual = if v.fault_sets_proven_minimal {
+                        ""
+                    } else {
+                        " (minimality not proven)"
+                    };
+                    format!("smallest fault sets: {}{qual}; ", alts.join(" | "))
+                }
+                None => format!("uses {}; ", v.faults_used.join("+")),
+            }
+        };
+        let _ = writeln!(
+            out,
+            "  {:<w_inv$}  {:<w_cat$}  {verdict}  {faults}{}",
+            v.invariant, v.category, v.note
+        );
+    }
+    for t in &r.traces {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{bold}== {}: shortest counterexample ({} steps, replayed through the model){reset}",
+            t.invariant,
+            t.steps.len()
+        );
+        out.push_str(&text::render(t, color));
+    }
+    if r.traces.is_empty() && r.verdicts.iter().all(|v| v.status != "unknown") {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "No invariant is broken: every reachable state was explored."
+        );
+    }
+    out
+}

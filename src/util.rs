@@ -1,0 +1,130 @@
+//! Small helpers of the CLI: user errors with their exit code, "did you
+//! mean", and writing files whole or not at all.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Exit codes (design §5).
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_VIOLATION: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+pub const EXIT_INCOMPLETE: i32 = 3;
+
+/// An error to show the user, with the exit code it ends the run with.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    /// Bad input: exit 2.
+    pub fn input(message: impl Into<String>) -> Failure {
+        Failure {
+            code: EXIT_BAD_INPUT,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let sub = prev[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = sub.min(prev[j] + 1).min(cur[j - 1] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest of `known` to `given`, if it is close enough to be a typo.
+pub fn did_you_mean<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
+    let norm = given.to_ascii_lowercase().replace('_', "-");
+    known
+        .iter()
+        .map(|k| (edit_distance(&norm, &k.replace('_', "-")), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// "unknown protocol 'redlok' (did you mean 'redlock'?); known protocols: a, b, c"
+pub fn unknown(what: &str, given: &str, known: &[&str]) -> Failure {
+    let hint = did_you_mean(given, known)
+        .map(|k| format!(" (did you mean '{k}'?)"))
+        .unwrap_or_default();
+    Failure::input(format!(
+        "unknown {what} '{given}'{hint}; known {what}s: {}",
+        known.join(", ")
+    ))
+}
+
+/// Checks that `path` can be written (its directory exists) before any
+/// work starts, so a run never fails after doing the work.
+pub fn check_writable(path: &Path) -> Result<(), Failure> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "cannot write {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if path.is_dir() {
+        return Err(Failure::input(format!(
+            "cannot write {}: it is a directory",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same
+/// directory, then a rename. A reader never sees half a file.
+pub fn write_atomic(path: &Path, contents: &str) -> Result<(), Failure> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, contents)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Failure {
+                code: EXIT_BAD_INPUT,
+                message: format!("cannot write {}: {e}", path.display()),
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_close_names_only() {
+        let known = ["naive-del", "get-del", "lua-release", "setnx-expire"];
+        assert_eq!(did_you_mean("naive_del", &known), Some("naive-del"));
+        assert_eq!(did_you_mean("lua-relase", &known), Some("lua-release"));
+        assert_eq!(did_you_mean("zookeeper", &known), None);
+    }
+}

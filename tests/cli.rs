@@ -1,0 +1,281 @@
+//! The command line as a user meets it: exit codes, bad input, files.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn locklab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("locklab-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Bad input: exit 2, a message naming the problem, no panic, no backtrace.
+fn rejects(args: &[&str], needle: &str) {
+    let o = locklab(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err:?}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_2() {
+    rejects(&["check", "naive_del"], "did you mean 'naive-del'");
+    rejects(
+        &["check", "zookeepr-x"],
+        "known protocols: setnx-expire, naive-del",
+    );
+    rejects(
+        &["check", "naive-del", "--faults", "pasue"],
+        "did you mean 'pause'",
+    );
+    rejects(
+        &["check", "naive-del", "--invariants", "mutex"],
+        "known invariants",
+    );
+    rejects(
+        &["check", "naive-del", "--invariants", "mutual_exclusoin"],
+        "did you mean 'mutual_exclusion'",
+    );
+    rejects(
+        &["check", "naive-del", "--clients", "0"],
+        "--clients 0 is out of range",
+    );
+    rejects(&["check", "naive-del", "--clients", "99"], "allowed 1..=6");
+    rejects(
+        &["check", "naive-del", "--ttl", "0"],
+        "--ttl 0 is out of range",
+    );
+    rejects(
+        &["check", "naive-del", "--ttl", "-3"],
+        "invalid value '-3' for '--ttl",
+    );
+    rejects(
+        &["check", "naive-del", "--budget", "pause"],
+        "is not KIND=N",
+    );
+    rejects(
+        &["check", "naive-del", "--budget", "pause=x"],
+        "is not a number",
+    );
+    rejects(
+        &["check", "naive-del", "--budget", "pause=9"],
+        "out of range",
+    );
+    rejects(
+        &[
+            "check",
+            "naive-del",
+            "--faults",
+            "pause",
+            "--budget",
+            "loss=1",
+        ],
+        "not switched on",
+    );
+    rejects(
+        &["check", "naive-del", "--faults", "failover"],
+        "does not apply to naive-del",
+    );
+    rejects(
+        &["check", "naive-del", "--instances", "3"],
+        "--instances does not apply to naive-del",
+    );
+    rejects(&["check", "naive-del", "--max-states", "0"], "at least 1");
+    rejects(
+        &["check", "naive-del", "--invariants", "token_monotonic"],
+        "grants no fencing tokens",
+    );
+    rejects(&["frobnicate"], "unrecognized subcommand");
+}
+
+#[test]
+fn nothing_is_written_when_the_output_path_is_bad() {
+    let d = scratch("badpath");
+    let target = d.join("missing-dir").join("t.json");
+    rejects(
+        &[
+            "check",
+            "naive-del",
+            "--faults",
+            "pause",
+            "--json",
+            target.to_str().unwrap(),
+        ],
+        "does not exist",
+    );
+    assert!(!target.exists());
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+}
+
+#[test]
+fn exit_codes_speak_of_the_invariants_checked() {
+    // Violation found.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "pause",
+        "--invariants",
+        "mutual_exclusion",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("mutual_exclusion  belief  VIOLATED in 8 steps"),
+        "{}",
+        stdout(&o)
+    );
+    // Holds, exhaustively.
+    let o = locklab(&[
+        "check",
+        "lua-release",
+        "--faults",
+        "pause,delay",
+        "--invariants",
+        "ownership",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("holds"));
+    assert!(stdout(&o).contains("exhaustive"));
+    // A bound hit: incomplete, never "holds".
+    let o = locklab(&[
+        "check",
+        "lua-release",
+        "--faults",
+        "pause,delay",
+        "--invariants",
+        "ownership",
+        "--max-states",
+        "50",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("INCOMPLETE") && out.contains("unknown"),
+        "{out}"
+    );
+    assert!(!out.contains("holds"), "{out}");
+    let o = locklab(&[
+        "check",
+        "lua-release",
+        "--faults",
+        "pause",
+        "--invariants",
+        "ownership",
+        "--max-depth",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+}
+
+#[test]
+fn json_report_and_trace_files_read_back_and_replay() {
+    let d = scratch("json");
+    let report = d.join("report.json");
+    let dir = d.join("traces");
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "pause",
+        "--json",
+        report.to_str().unwrap(),
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|p| p.ends_with("naive-del.mutual_exclusion.json")),
+        "{files:?}"
+    );
+    for f in files.iter().chain(std::iter::once(&report)) {
+        let o = locklab(&["trace", "validate", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{}: {}", f.display(), stderr(&o));
+        assert!(stdout(&o).contains("replays"));
+    }
+    let o = locklab(&[
+        "trace",
+        "render",
+        report.to_str().unwrap(),
+        "--invariant",
+        "mutual_exclusion",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("<-- mutual_exclusion broken"));
+    // A tampered file is refused, naming the step.
+    let text = std::fs::read_to_string(dir.join("naive-del.mutual_exclusion.json")).unwrap();
+    let bad = d.join("bad.json");
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["steps"][2]["state"]["resource"]["value"] = 5.into();
+    std::fs::write(&bad, v.to_string()).unwrap();
+    rejects(
+        &["trace", "render", bad.to_str().unwrap()],
+        "does not replay through the model: step 3:",
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["schema_version"] = 7.into();
+    std::fs::write(&bad, v.to_string()).unwrap();
+    rejects(
+        &["trace", "render", bad.to_str().unwrap()],
+        "unsupported schema_version 7",
+    );
+    std::fs::write(&bad, "{ not json").unwrap();
+    rejects(
+        &["trace", "render", bad.to_str().unwrap()],
+        "not a JSON document",
+    );
+}
+
+#[test]
+fn json_stdout_is_deterministic() {
+    let run = || {
+        let o = locklab(&["check", "get-del", "--faults", "delay", "--format", "json"]);
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // Wall time is the one thing allowed to differ.
+        v["search"]["seconds"] = 0.into();
+        v
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn list_names_everything() {
+    let o = locklab(&["list"]);
+    let out = stdout(&o);
+    for name in [
+        "naive-del",
+        "lua-release",
+        "pause",
+        "clock-jump",
+        "mutual_exclusion",
+        "no_orphan_lock",
+    ] {
+        assert!(out.contains(name), "{name} missing from list");
+    }
+}

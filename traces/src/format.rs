@@ -1,0 +1,365 @@
+//! The trace file format (schema version 1).
+//!
+//! A trace is everything a reader needs to understand a counterexample and
+//! everything a replayer needs to reproduce it: the full configuration, the
+//! machine-readable action of every step (which `locklab` replays through the
+//! model before it trusts the file), a human label, the structured events the
+//! step caused, and a readable snapshot of the world after the step.
+//!
+//! The renderers in this crate read only this format; they never need the
+//! model. The model crate produces it and validates it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema version this build writes and the only one it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One counterexample (or one simulated run that ended in a violation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub schema_version: u32,
+    /// Always `"trace"`; tells a trace file from a check report.
+    pub kind: String,
+    /// `locklab <version>` that wrote the file.
+    pub tool: String,
+    /// `"check"` (exhaustive search) or `"simulate"` (seeded random run).
+    pub engine: String,
+    /// The simulation seed, if the trace came from a simulation.
+    pub seed: Option<u64>,
+    pub config: Config,
+    /// The lanes a diagram draws, in display order.
+    pub participants: Vec<Participant>,
+    /// The invariant this trace violates.
+    pub invariant: String,
+    /// The invariant's one-line meaning, for readers of the file.
+    pub invariant_meaning: String,
+    /// Index (1-based) of the step after which the invariant is first violated.
+    pub violation_step: usize,
+    /// What went wrong, in one sentence.
+    pub violation: String,
+    /// Fault kinds the trace uses, sorted.
+    pub faults_used: Vec<String>,
+    /// The world before the first step.
+    pub initial: StateView,
+    pub steps: Vec<Step>,
+}
+
+/// The configuration a trace (or a whole check) ran with. `params` holds
+/// every protocol and world parameter by its CLI name, so a trace can be
+/// replayed without any default.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub protocol: String,
+    pub clients: u32,
+    pub acquisitions: u32,
+    /// Fault kind -> budget (how many times it may happen). Absent = off.
+    pub faults: BTreeMap<String, u32>,
+    /// Every model parameter by name.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// How long one tick is, in the article's terms (for readers only).
+    pub tick: String,
+}
+
+/// A lane in a diagram.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Participant {
+    /// Short id used by events and views: `c1`, `redis`, `redis3`, `resource`.
+    pub id: String,
+    /// `client`, `redis`, `service` or `resource`.
+    pub kind: String,
+    /// Longer label for legends.
+    pub label: String,
+}
+
+/// One step of a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// 1-based position in the trace.
+    pub index: usize,
+    /// True (global) time after the step, in ticks.
+    pub time: u64,
+    /// Who acted: a participant id, or `env` for faults, `clock` for time.
+    pub actor: String,
+    /// The model's action, machine-readable; replayed by `locklab`.
+    pub action: serde_json::Value,
+    /// The action in words.
+    pub label: String,
+    /// The message this step delivered, dropped or delayed, if any.
+    pub message: Option<MessageView>,
+    /// What the step caused, in order.
+    pub events: Vec<Event>,
+    /// The world after the step.
+    pub state: StateView,
+    /// Invariants violated in `state` (empty for all but the last steps).
+    pub violations: Vec<String>,
+}
+
+/// Something that happened during a step. Renderers draw these.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The participant the event happened at (sender for `send`).
+    pub at: String,
+    /// The other participant (receiver for `send`, sender for `receive`).
+    pub peer: Option<String>,
+    /// A short description, e.g. `SET lock c1#1 NX PX 6`.
+    pub text: String,
+}
+
+/// The kinds of events. Kept coarse on purpose: renderers pick markers by
+/// kind and print `text`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// A message leaves `at` for `peer`.
+    Send,
+    /// A message from `peer` is handled at `at`.
+    Receive,
+    /// A server executes a command (text = command and reply).
+    Execute,
+    /// A lock entry expires on a server.
+    Expire,
+    /// A client now believes it holds the lock.
+    Acquire,
+    /// A client gave up on this attempt (lock busy, timeout) and will retry.
+    Retry,
+    /// A client's request timed out.
+    Timeout,
+    /// The client reads the resource.
+    Read,
+    /// The resource accepts a write.
+    Write,
+    /// The resource rejects a stale operation.
+    Reject,
+    /// The client leaves the critical section / starts releasing.
+    Release,
+    /// The client finished its acquisitions.
+    Done,
+    /// A watchdog renewal happened or stopped.
+    Renew,
+    /// The replica applied a write from the primary.
+    Replicate,
+    /// Time advanced.
+    Time,
+    /// A fault was injected.
+    Fault,
+    /// Anything else worth a line.
+    Note,
+}
+
+/// A readable snapshot of the whole world.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateView {
+    /// True time in ticks.
+    pub time: u64,
+    pub clients: Vec<ClientView>,
+    pub servers: Vec<ServerView>,
+    pub resource: ResourceView,
+    pub network: Vec<MessageView>,
+    /// Remaining fault budgets, by kind.
+    pub faults_left: BTreeMap<String, u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientView {
+    pub id: String,
+    /// Program phase in words: `idle`, `acquiring`, `in critical section`, ...
+    pub phase: String,
+    /// Whether the client believes it holds the lock (and is in its critical section).
+    pub holds: bool,
+    pub alive: bool,
+    /// Ticks of pause left, if paused.
+    pub paused: Option<u64>,
+    /// The lock value (ownership proof) of the current acquisition.
+    pub value: Option<String>,
+    /// Fencing token of the current hold.
+    pub token: Option<u64>,
+    /// Value read from the resource in this critical section.
+    pub read: Option<u64>,
+    /// Lease the client believes it has left, by its own clock (Redlock validity), if it tracks one.
+    pub believed_lease: Option<i64>,
+    /// Offset of this client's wall clock from true time, in ticks.
+    pub clock_offset: i64,
+    /// Watchdog state in words, if the client has one.
+    pub watchdog: Option<String>,
+    /// Acquisitions completed.
+    pub acquisitions_done: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerView {
+    pub id: String,
+    /// `primary`, `replica`, `instance`, `leader`.
+    pub role: String,
+    /// `up`, `down (N ticks left)`, `dead`.
+    pub status: String,
+    pub clock_offset: i64,
+    pub entries: Vec<EntryView>,
+    /// Writes accepted by this primary that its replica has not applied yet.
+    pub unreplicated: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EntryView {
+    pub key: String,
+    pub value: String,
+    /// The client the value belongs to, if any.
+    pub owner: Option<String>,
+    /// Ticks until expiry by this server's clock; `None` = no expiry.
+    pub ttl: Option<i64>,
+    /// Logically expired but still stored (replicas keep them until the primary's DEL).
+    pub expired: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResourceView {
+    /// The counter the clients increment by read-modify-write.
+    pub value: u64,
+    /// Writes the resource accepted.
+    pub accepted_writes: u64,
+    /// Highest fencing token seen, if the resource checks tokens.
+    pub max_token: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageView {
+    pub from: String,
+    pub to: String,
+    pub text: String,
+    /// Ticks a delay fault still holds the message back, if delayed.
+    pub held: Option<u64>,
+}
+
+/// The report `locklab check --json` writes: every verdict and every
+/// counterexample of one check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    pub schema_version: u32,
+    /// Always `"check-report"`.
+    pub kind: String,
+    pub tool: String,
+    pub config: Config,
+    pub search: SearchSummary,
+    pub verdicts: Vec<Verdict>,
+    pub traces: Vec<Trace>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchSummary {
+    /// `breadth-first`.
+    pub strategy: String,
+    pub symmetry: bool,
+    pub states: u64,
+    pub transitions: u64,
+    pub max_depth: u64,
+    /// True when every reachable state was explored.
+    pub complete: bool,
+    /// Why the search stopped early, when it did.
+    pub bound_hit: Option<String>,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub invariant: String,
+    /// `belief`, `lock-service`, `resource` or `token`.
+    pub category: String,
+    /// `holds`, `violated`, `unknown` (search incomplete) or `n/a`.
+    pub status: String,
+    /// Steps in the shortest counterexample, when violated.
+    pub steps: Option<usize>,
+    /// Fault kinds the counterexample uses.
+    pub faults_used: Vec<String>,
+    /// The smallest sets of fault kinds (among those switched on) with
+    /// which the invariant still breaks, each found by a search with only
+    /// that set switched on. `None` when not analysed.
+    pub minimal_fault_sets: Option<Vec<Vec<String>>>,
+    /// True when every smaller set was searched exhaustively and shown not
+    /// to break the invariant.
+    pub fault_sets_proven_minimal: bool,
+    pub note: String,
+}
+
+/// Either kind of file `locklab` writes and reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Document {
+    Trace(Box<Trace>),
+    Report(Box<CheckReport>),
+}
+
+/// Why a file could not be read as a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatError(pub String);
+
+impl std::fmt::Display for FormatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+impl Document {
+    /// Parses a trace or a check report, checking the schema version first so
+    /// that a file from another version gets a clear message rather than a
+    /// field error.
+    pub fn parse(text: &str) -> Result<Document, FormatError> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| FormatError(format!("not a JSON document: {e}")))?;
+        let obj = value
+            .as_object()
+            .ok_or_else(|| FormatError("expected a JSON object at the top level".into()))?;
+        match obj.get("schema_version") {
+            Some(v) if v.as_u64() == Some(SCHEMA_VERSION as u64) => {}
+            Some(v) => {
+                return Err(FormatError(format!(
+                    "unsupported schema_version {v}: this locklab reads schema_version {SCHEMA_VERSION}"
+                )));
+            }
+            None => {
+                return Err(FormatError(
+                    "missing schema_version: not a locklab trace".into(),
+                ));
+            }
+        }
+        match obj.get("kind").and_then(|k| k.as_str()) {
+            Some("trace") => serde_json::from_value(value)
+                .map(|t| Document::Trace(Box::new(t)))
+                .map_err(|e| FormatError(format!("malformed trace: {e}"))),
+            Some("check-report") => serde_json::from_value(value)
+                .map(|r| Document::Report(Box::new(r)))
+                .map_err(|e| FormatError(format!("malformed check report: {e}"))),
+            Some(k) => Err(FormatError(format!(
+                "unknown kind {k:?}: expected \"trace\" or \"check-report\""
+            ))),
+            None => Err(FormatError(
+                "missing kind: expected \"trace\" or \"check-report\"".into(),
+            )),
+        }
+    }
+
+    /// The traces the document holds.
+    pub fn traces(&self) -> Vec<&Trace> {
+        match self {
+            Document::Trace(t) => vec![t],
+            Document::Report(r) => r.traces.iter().collect(),
+        }
+    }
+}
+
+impl Trace {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a trace always serialises");
+        s.push('\n');
+        s
+    }
+}
+
+impl CheckReport {
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("a report always serialises");
+        s.push('\n');
+        s
+    }
+}

@@ -1,0 +1,11 @@
+//! locklab traces: the versioned JSON format every engine writes and every
+//! renderer reads, and the renderers themselves.
+//!
+//! This crate knows nothing about the model. A trace carries readable state
+//! snapshots and structured events, so a renderer can draw it from the file
+//! alone; replaying and validating a trace is the model crate's job.
+
+pub mod format;
+pub mod text;
+
+pub use format::*;
