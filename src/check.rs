@@ -261,7 +261,10 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
-                note: format!("exhaustive: every one of {} states explored", crate::report::thousands(result.states)),
+                note: format!(
+                    "exhaustive: every one of {} states explored",
+                    crate::report::thousands(result.states)
+                ),
             }),
             None => verdicts.push(Verdict {
                 invariant: inv.name().into(),
