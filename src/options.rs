@@ -49,32 +49,32 @@ pub struct ModelArgs {
 
     /// Lock TTL [default: 6 = the article's 30 s]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub ttl: Option<u8>,
+    pub ttl: Option<u32>,
     /// Work inside the critical section, between read and write [default: 1]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub work: Option<u8>,
+    pub work: Option<u32>,
     /// Client request timeout [default: 1]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub timeout: Option<u8>,
+    pub timeout: Option<u32>,
     /// Delay before retrying a failed acquisition [default: 1]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub retry: Option<u8>,
+    pub retry: Option<u32>,
     /// Longest pause a `pause` fault causes [default: 2 x TTL]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub pause_max: Option<u8>,
+    pub pause_max: Option<u32>,
     /// Longest a `delay` fault holds a message [default: 2 x TTL]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub delay_max: Option<u8>,
+    pub delay_max: Option<u32>,
     /// Size of a clock jump [default: TTL]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub jump: Option<u8>,
+    pub jump: Option<u32>,
 
     /// Watchdog: ticks between renewals [default: TTL/3]
     #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
-    pub renew_every: Option<u8>,
+    pub renew_every: Option<u32>,
     /// Watchdog: stop renewing after this many ticks [default: never]
     #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
-    pub renew_cap: Option<u8>,
+    pub renew_cap: Option<u32>,
     /// Watchdog bug: renew with a plain PEXPIRE, no ownership check
     #[arg(long, help_heading = "Protocol knobs")]
     pub renew_unchecked: bool,
@@ -89,7 +89,7 @@ pub struct ModelArgs {
     pub quorum: Option<u8>,
     /// Redlock: clock-drift allowance [default: 1 = 0.01 x TTL + 2 ms, rounded up]
     #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
-    pub drift: Option<u8>,
+    pub drift: Option<u32>,
     /// A restarted Redis stays unavailable for TTL+1 ticks before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
@@ -202,6 +202,7 @@ impl ModelArgs {
             };
         }
         self.apply_faults(proto, &mut p)?;
+        p.validate_for_search().map_err(|e| Failure::input(e.0))?;
         LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
     }
 

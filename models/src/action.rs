@@ -2,14 +2,14 @@
 //! timer, a message delivery, replication) must happen before time may
 //! pass; faults may happen at any moment while their budget lasts.
 
-use crate::world::{Msg, Node};
+use crate::world::{Msg, Node, STicks, Ticks};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "action")]
 pub enum Action {
     /// True time advances by `ticks` (only when no step is due).
-    Tick { ticks: u8 },
+    Tick { ticks: Ticks },
     /// A client's business thread takes its due step.
     Step { client: u8 },
     /// A client's watchdog timer fires.
@@ -31,7 +31,7 @@ pub enum Action {
     /// Fault: a message in flight is held back.
     Delay { msg: Msg },
     /// Fault: a wall clock jumps by `by` ticks.
-    ClockJump { node: Node, by: i8 },
+    ClockJump { node: Node, by: STicks },
     /// Fault: a client's business thread dies.
     Crash { client: u8 },
     /// Fault: a Redis server restarts empty.

@@ -17,7 +17,9 @@
 
 use crate::ev;
 use crate::model::LockModel;
-use crate::world::{Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Val, WdState, World};
+use crate::world::{
+    Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, STicks, Ticks, Val, WdState, World,
+};
 use locklab_traces::EventKind;
 
 /// What a protocol's rules act on: the world, the model's parameters, and
@@ -316,16 +318,16 @@ pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
 
 /// Bounds that keep Redlock's clock readings finite: beyond them no clock
 /// jump left in the budget can change a decision.
-pub fn clock_bounds(m: &LockModel) -> (i16, i16) {
-    let slack =
-        m.params.jump as i16 * m.params.faults.get(crate::faults::FaultKind::ClockJump) as i16;
-    (-slack - 1, m.params.ttl as i16 + slack + 1)
+pub fn clock_bounds(m: &LockModel) -> (STicks, STicks) {
+    let slack = m.params.jump as STicks
+        * m.params.faults.get(crate::faults::FaultKind::ClockJump) as STicks;
+    (-slack - 1, m.params.ttl as STicks + slack + 1)
 }
 
 /// Ticks until some client timer fires or a pause ends, if any.
-pub fn next_deadline(w: &World) -> Option<u8> {
-    let mut best: Option<u8> = None;
-    let mut consider = |t: u8| {
+pub fn next_deadline(w: &World) -> Option<Ticks> {
+    let mut best: Option<Ticks> = None;
+    let mut consider = |t: Ticks| {
         if t > 0 {
             best = Some(best.map_or(t, |b| b.min(t)));
         }
@@ -383,10 +385,9 @@ pub fn crash(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
 
 /// Client `c`'s wall clock jumps. Only what the client measures with its
 /// wall clock moves: Redlock's elapsed time and the validity it believes in.
-pub fn clock_jump(m: &LockModel, w: &mut World, c: u8, by: i8, log: &mut Log) {
+pub fn clock_jump(m: &LockModel, w: &mut World, c: u8, by: STicks, log: &mut Log) {
     let (lo, hi) = clock_bounds(m);
     let cl = &mut w.clients[c as usize];
-    let by = by as i16;
     cl.clock += by;
     cl.elapsed = (cl.elapsed + by).clamp(lo, hi);
     cl.validity = (cl.validity - by).clamp(lo, hi);

@@ -9,7 +9,7 @@
 use crate::action::Action;
 use crate::ev;
 use crate::model::LockModel;
-use crate::world::{Chan, Log, Msg, Node, Phase, World};
+use crate::world::{Chan, Log, Msg, Node, Phase, STicks, World};
 use locklab_traces::EventKind;
 use serde::{Deserialize, Serialize};
 
@@ -174,7 +174,7 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
         }
     }
     if left(FaultKind::ClockJump) {
-        let j = m.params.jump as i8;
+        let j = m.params.jump as STicks;
         for (i, s) in w.redis.iter().enumerate() {
             if !s.is_dead() {
                 for by in [j, -j] {

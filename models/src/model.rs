@@ -10,7 +10,7 @@ use crate::invariants::Invariant;
 use crate::params::{ConfigError, Params};
 use crate::protocols::{Protocol, Service};
 use crate::redis;
-use crate::world::{Client, Log, Node, Phase, RedisNode, Resource, Role, World};
+use crate::world::{Client, Log, Node, Phase, RedisNode, Resource, Role, Ticks, World};
 use locklab_traces::EventKind;
 
 /// A protocol with its parameters.
@@ -71,7 +71,7 @@ impl LockModel {
 
     /// Ticks until the next timer fires, key expires, pause ends or delayed
     /// message becomes due.
-    pub fn next_deadline(&self, w: &World) -> Option<u8> {
+    pub fn next_deadline(&self, w: &World) -> Option<Ticks> {
         let held = w.net.iter().filter_map(|m| m.held).filter(|k| *k > 0).min();
         [redis::next_deadline(w), client::next_deadline(w), held]
             .into_iter()

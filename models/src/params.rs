@@ -8,6 +8,7 @@
 //! ticks; its timeout is one tick.
 
 use crate::faults::{Budgets, FaultKind};
+use crate::world::Ticks;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,9 +19,13 @@ pub const TICK_MEANING: &str = "1 tick = 5 s (the article's 30 s TTL is 6 ticks)
 pub const MAX_CLIENTS: u8 = 6;
 /// Largest number of Redlock instances the model supports.
 pub const MAX_INSTANCES: u8 = 9;
-/// Largest value accepted for any duration parameter, in ticks. Keeps every
-/// timer in a byte with room for clock jumps.
-pub const MAX_TICKS: u8 = 60;
+/// Largest value accepted for any duration parameter, in ticks (the
+/// simulator counts milliseconds; this is about 27 hours). Keeps every
+/// relative time, clock jumps included, well inside an `i32`.
+pub const MAX_TICKS: Ticks = 100_000_000;
+/// Largest duration an exhaustive search accepts: every timer's range
+/// multiplies the state space.
+pub const MAX_SEARCH_TICKS: Ticks = 1000;
 /// Largest number of acquisitions per client.
 pub const MAX_ACQUISITIONS: u8 = 4;
 /// Largest budget for one fault kind.
@@ -56,25 +61,25 @@ pub struct Params {
     /// Acquisitions each client makes before it stops.
     pub acquisitions: u8,
     /// Lock TTL (`PX`); for the watchdog, the watchdog timeout.
-    pub ttl: u8,
+    pub ttl: Ticks,
     /// Ticks of work inside the critical section (between read and write).
-    pub work: u8,
+    pub work: Ticks,
     /// Client request timeout.
-    pub timeout: u8,
+    pub timeout: Ticks,
     /// Delay before a client retries a failed acquisition.
-    pub retry: u8,
+    pub retry: Ticks,
     /// Longest pause a `pause` fault can cause.
-    pub pause_max: u8,
+    pub pause_max: Ticks,
     /// Longest a `delay` fault can hold a message back.
-    pub delay_max: u8,
+    pub delay_max: Ticks,
     /// Size of one clock jump.
-    pub jump: u8,
+    pub jump: Ticks,
     /// Fault budgets.
     pub faults: Budgets,
     /// Watchdog: ticks between renewals (Redisson: TTL/3).
-    pub renew_every: u8,
+    pub renew_every: Ticks,
     /// Watchdog: stop renewing after this many ticks of renewals (None = never).
-    pub renew_cap: Option<u8>,
+    pub renew_cap: Option<Ticks>,
     /// Watchdog bug: renew with a plain `PEXPIRE`, without the ownership check.
     pub renew_unchecked: bool,
     /// Watchdog bug: the renewal is never cancelled (survives release and crash).
@@ -84,7 +89,7 @@ pub struct Params {
     /// Redlock: votes needed.
     pub quorum: u8,
     /// Redlock: clock-drift allowance subtracted from the validity.
-    pub drift: u8,
+    pub drift: Ticks,
     /// A restarted (or failed-over) Redis stays unavailable for `ttl + 1` ticks.
     pub delayed_restart: bool,
     /// Where the resource checks tokens.
@@ -133,7 +138,7 @@ impl Params {
     }
 
     /// Ticks a delayed restart keeps an instance down: "a bit more than the max TTL".
-    pub fn down_for(&self) -> u8 {
+    pub fn down_for(&self) -> Ticks {
         self.ttl + 1
     }
 
@@ -290,7 +295,7 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn range(name: &str, v: u8, lo: u8, hi: u8) -> Result<(), ConfigError> {
+fn range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<(), ConfigError> {
     if v < lo || v > hi {
         Err(ConfigError(format!(
             "--{name} {v} is out of range: allowed {lo}..={hi}"
@@ -301,6 +306,29 @@ fn range(name: &str, v: u8, lo: u8, hi: u8) -> Result<(), ConfigError> {
 }
 
 impl Params {
+    /// Extra limits for exhaustive search (`check`, `explore`).
+    pub fn validate_for_search(&self) -> Result<(), ConfigError> {
+        for (name, v) in [
+            ("ttl", self.ttl),
+            ("work", self.work),
+            ("timeout", self.timeout),
+            ("retry", self.retry),
+            ("pause-max", self.pause_max),
+            ("delay-max", self.delay_max),
+            ("jump", self.jump),
+            ("renew-every", self.renew_every),
+            ("drift", self.drift),
+        ] {
+            if v > MAX_SEARCH_TICKS {
+                return Err(ConfigError(format!(
+                    "--{name} {v} is too large for an exhaustive search (at most {MAX_SEARCH_TICKS} ticks: \
+                     every timer's range multiplies the state space); one tick is 5 s of the article's world"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every value against what the model supports.
     pub fn validate(&self, protocol: &dyn crate::protocols::Protocol) -> Result<(), ConfigError> {
         range("clients", self.clients, 1, MAX_CLIENTS)?;

@@ -16,16 +16,16 @@
 use crate::ev;
 use crate::model::LockModel;
 use crate::world::{
-    Body, Chan, Cmd, Entry, Log, Msg, Node, RedisNode, ReplOp, Reply, Role, Status, Touch, Ttl,
-    World,
+    Body, Chan, Cmd, Entry, Log, Msg, Node, RedisNode, ReplOp, Reply, Role, STicks, Status, Ticks,
+    Touch, Ttl, World,
 };
 use locklab_traces::EventKind;
 
 /// Lowest relative expiry a replica keeps for a logically expired key. Below
 /// it, no backward clock jump the budget allows can revive the key, so the
 /// exact value no longer matters and the state space stays finite.
-fn ttl_floor(m: &LockModel) -> i16 {
-    -(m.params.jump as i16) * m.params.faults.get(crate::faults::FaultKind::ClockJump) as i16 - 1
+fn ttl_floor(m: &LockModel) -> STicks {
+    -(m.params.jump as STicks) * m.params.faults.get(crate::faults::FaultKind::ClockJump) as STicks - 1
 }
 
 fn replica_of(w: &World) -> Option<usize> {
@@ -77,7 +77,7 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
             None => {
                 let e = Entry {
                     val,
-                    ttl: Ttl::Left(ttl as i16),
+                    ttl: Ttl::Left(ttl as STicks),
                 };
                 w.redis[si].lock = Some(e);
                 replicate_later(w, si, ReplOp::Set(e));
@@ -99,7 +99,7 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
         Cmd::Expire { ttl } | Cmd::PExpire { ttl } => match cur {
             Some(e) => {
                 touch_foreign(w, from, e.val.client, Touch::Extended);
-                let t = Ttl::Left(ttl as i16);
+                let t = Ttl::Left(ttl as STicks);
                 w.redis[si].lock = Some(Entry { val: e.val, ttl: t });
                 replicate_later(w, si, ReplOp::Expire(t));
                 Reply::Int(1)
@@ -129,7 +129,7 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
         },
         Cmd::Renew { val, ttl } => match cur {
             Some(e) if e.val == val => {
-                let t = Ttl::Left(ttl as i16);
+                let t = Ttl::Left(ttl as STicks);
                 w.redis[si].lock = Some(Entry { val, ttl: t });
                 replicate_later(w, si, ReplOp::Expire(t));
                 Reply::Int(1)
@@ -141,7 +141,7 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
             None => {
                 let e = Entry {
                     val,
-                    ttl: Ttl::Left(ttl as i16),
+                    ttl: Ttl::Left(ttl as STicks),
                 };
                 w.redis[si].lock = Some(e);
                 w.redis[si].counter += 1;
@@ -266,7 +266,7 @@ fn expire_if_due(m: &LockModel, w: &mut World, s: usize, log: &mut Log) {
     }
 }
 
-fn shift(t: Ttl, by: i16, floor: i16) -> Ttl {
+fn shift(t: Ttl, by: STicks, floor: STicks) -> Ttl {
     match t {
         Ttl::Never => Ttl::Never,
         Ttl::Left(x) => Ttl::Left((x - by).max(floor)),
@@ -306,13 +306,13 @@ pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
 }
 
 /// Ticks until the next key expiry or restart completes, if any.
-pub fn next_deadline(w: &World) -> Option<u8> {
+pub fn next_deadline(w: &World) -> Option<Ticks> {
     w.redis
         .iter()
         .filter_map(|n| match n.status {
             Status::Down(k) => Some(k),
             Status::Up if n.role == Role::Primary => match n.lock.map(|e| e.ttl) {
-                Some(Ttl::Left(t)) if t >= 0 => Some((t + 1).min(255) as u8),
+                Some(Ttl::Left(t)) if t >= 0 => Some((t + 1) as Ticks),
                 _ => None,
             },
             _ => None,
@@ -322,13 +322,12 @@ pub fn next_deadline(w: &World) -> Option<u8> {
 
 /// Server `s`'s wall clock jumps by `by` ticks: its keys expire earlier
 /// (forward) or later (backward), exactly as `expire.md` warns.
-pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: i8, log: &mut Log) {
+pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: STicks, log: &mut Log) {
     let si = s as usize;
     let floor = ttl_floor(m);
-    let by16 = by as i16;
-    w.redis[si].clock += by16;
+    w.redis[si].clock += by;
     if let Some(e) = &mut w.redis[si].lock {
-        e.ttl = shift(e.ttl, by16, floor.min(-1));
+        e.ttl = shift(e.ttl, by, floor.min(-1));
     }
     if w.redis[si].role == Role::Replica {
         // The stream carries absolute times: the replica's clock moving
@@ -336,8 +335,8 @@ pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: i8, log: &mut Log) {
         for p in 0..w.redis.len() {
             for op in &mut w.redis[p].backlog {
                 match op {
-                    ReplOp::Set(e) => e.ttl = shift(e.ttl, by16, floor),
-                    ReplOp::Expire(t) => *t = shift(*t, by16, floor),
+                    ReplOp::Set(e) => e.ttl = shift(e.ttl, by, floor),
+                    ReplOp::Expire(t) => *t = shift(*t, by, floor),
                     _ => {}
                 }
             }

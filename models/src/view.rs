@@ -13,7 +13,7 @@ fn phase_text(m: &LockModel, w: &World, i: usize) -> String {
     if !c.alive {
         return "crashed".into();
     }
-    let t = |x: Option<u8>| x.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+    let t = |x: Option<crate::world::Ticks>| x.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
     match c.phase {
         Phase::Idle if c.round == 0 && c.timer == Some(0) => "starting".into(),
         Phase::Idle => format!("waiting to retry (in {})", t(c.timer)),

@@ -7,6 +7,13 @@
 //! true time by adding up its `Tick` steps.
 
 use crate::faults::Budgets;
+
+/// A duration or timer, in ticks. The checker uses small tick counts (one
+/// tick = 5 s of the article's world); the simulator runs the same rules
+/// with one tick = 1 ms.
+pub type Ticks = u32;
+/// A signed number of ticks (clock offsets, relative expiries).
+pub type STicks = i32;
 use locklab_traces::{Event, EventKind};
 use serde::{Deserialize, Serialize};
 
@@ -48,11 +55,11 @@ pub enum Chan {
 #[serde(rename_all = "kebab-case", tag = "cmd")]
 pub enum Cmd {
     /// `SET lock v NX PX ttl`
-    SetNxPx { val: Val, ttl: u8 },
+    SetNxPx { val: Val, ttl: Ticks },
     /// `SETNX lock v`
     SetNx { val: Val },
     /// `EXPIRE lock ttl`
-    Expire { ttl: u8 },
+    Expire { ttl: Ticks },
     /// `GET lock`
     Get,
     /// `DEL lock`
@@ -60,11 +67,11 @@ pub enum Cmd {
     /// `EVAL "if GET==v then DEL"` (compare-and-delete)
     Cad { val: Val },
     /// `EVAL "if GET==v then PEXPIRE ttl"` (checked renewal)
-    Renew { val: Val, ttl: u8 },
+    Renew { val: Val, ttl: Ticks },
     /// `PEXPIRE lock ttl` (unchecked renewal)
-    PExpire { ttl: u8 },
+    PExpire { ttl: Ticks },
     /// `EVAL "if SET NX PX ok then return INCR token"` (fenced acquire)
-    FencedSet { val: Val, ttl: u8 },
+    FencedSet { val: Val, ttl: Ticks },
 }
 
 impl Cmd {
@@ -126,7 +133,7 @@ pub struct Msg {
     pub body: Body,
     /// `Some(n)`: a delay fault holds it back for at most `n` more ticks. It
     /// may still arrive earlier; it just no longer forces time to wait for it.
-    pub held: Option<u8>,
+    pub held: Option<Ticks>,
     /// The sender gave up on this request (timed out and closed the
     /// connection, or crashed): it still runs on the server, but its reply
     /// goes nowhere.
@@ -142,7 +149,7 @@ pub enum Ttl {
     /// Ticks until `expire_at`. The key is live while this is `>= 0`: Redis
     /// still serves a key when `now == expire_at`. Only replicas keep
     /// negative values (they never expire keys themselves).
-    Left(i16),
+    Left(STicks),
 }
 
 /// The lock key's value and expiry on one server.
@@ -175,7 +182,7 @@ pub enum Role {
 pub enum Status {
     Up,
     /// Restarting: unavailable for this many more ticks.
-    Down(u8),
+    Down(Ticks),
     /// Failed over: gone for good.
     Dead,
 }
@@ -201,7 +208,7 @@ pub struct RedisNode {
     /// The fencing-token counter (`INCR token`); 0 = absent.
     pub counter: u16,
     /// Offset of this server's wall clock from true time.
-    pub clock: i16,
+    pub clock: STicks,
     /// Replication stream waiting for the replica (primary only).
     pub backlog: Vec<ReplOp>,
 }
@@ -251,9 +258,9 @@ pub enum Phase {
 #[serde(rename_all = "kebab-case")]
 pub enum WdState {
     /// Next renewal in this many ticks.
-    Sleeping(u8),
+    Sleeping(Ticks),
     /// A renewal is in flight; gives up after this many ticks.
-    Waiting(u8),
+    Waiting(Ticks),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -280,10 +287,10 @@ pub struct Client {
     /// The business thread is alive (false after a crash).
     pub alive: bool,
     /// `Some(n)`: the whole process is frozen for at most `n` more ticks.
-    pub paused: Option<u8>,
+    pub paused: Option<Ticks>,
     pub phase: Phase,
     /// The business thread's one timer; `Some(0)` = a step is due now.
-    pub timer: Option<u8>,
+    pub timer: Option<Ticks>,
     /// Acquisitions completed.
     pub round: u8,
     /// The resource value read in this critical section.
@@ -291,14 +298,14 @@ pub struct Client {
     /// Fencing token of the current hold.
     pub token: Option<u16>,
     /// Offset of this client's wall clock from true time.
-    pub clock: i16,
+    pub clock: STicks,
     pub wd: Option<Watchdog>,
     /// Redlock: per-instance votes of the current attempt.
     pub votes: Vec<Vote>,
     /// Redlock: ticks since T1 by this client's wall clock.
-    pub elapsed: i16,
+    pub elapsed: STicks,
     /// Redlock: validity left by this client's wall clock while it holds.
-    pub validity: i16,
+    pub validity: STicks,
 }
 
 impl Client {
