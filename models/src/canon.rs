@@ -17,6 +17,7 @@
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::world::{Body, Cmd, Msg, Node, ReplOp, Reply, Val, World};
+use std::borrow::Cow;
 
 /// Precomputed renamings for one model.
 pub struct Canon {
@@ -67,23 +68,24 @@ impl Canon {
         self.client_perms.len() == 1 && !self.instances
     }
 
-    /// The representative of `w`'s symmetry class.
-    pub fn canonical(&self, w: &World) -> World {
-        let mut best: Option<World> = None;
-        for p in &self.client_perms {
-            let mut v = if p.iter().enumerate().all(|(i, x)| i as u8 == *x) {
-                w.clone()
-            } else {
-                rename_clients(w, p)
-            };
+    /// The representative of `w`'s symmetry class (borrowed when `w` is
+    /// its own representative).
+    pub fn canonical<'a>(&self, w: &'a World) -> Cow<'a, World> {
+        let mut best: Cow<'a, World> = if self.instances {
+            Cow::Owned(sort_instances(w))
+        } else {
+            Cow::Borrowed(w)
+        };
+        for p in self.client_perms.iter().skip(1) {
+            let mut v = rename_clients(w, p);
             if self.instances {
                 v = sort_instances(&v);
             }
-            if best.as_ref().is_none_or(|b| v < *b) {
-                best = Some(v);
+            if v < *best {
+                best = Cow::Owned(v);
             }
         }
-        best.unwrap_or_else(|| w.clone())
+        best
     }
 }
 

@@ -295,7 +295,12 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-fn range<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<(), ConfigError> {
+fn range<T: PartialOrd + std::fmt::Display>(
+    name: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<(), ConfigError> {
     if v < lo || v > hi {
         Err(ConfigError(format!(
             "--{name} {v} is out of range: allowed {lo}..={hi}"

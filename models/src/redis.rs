@@ -25,7 +25,8 @@ use locklab_traces::EventKind;
 /// it, no backward clock jump the budget allows can revive the key, so the
 /// exact value no longer matters and the state space stays finite.
 fn ttl_floor(m: &LockModel) -> STicks {
-    -(m.params.jump as STicks) * m.params.faults.get(crate::faults::FaultKind::ClockJump) as STicks - 1
+    -(m.params.jump as STicks) * m.params.faults.get(crate::faults::FaultKind::ClockJump) as STicks
+        - 1
 }
 
 fn replica_of(w: &World) -> Option<usize> {

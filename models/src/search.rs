@@ -95,10 +95,86 @@ impl Hasher for PassThrough {
 
 type Seen = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
 
-/// The 64-bit fingerprint of a world (std's SipHash with fixed keys:
-/// stable within one build, never persisted).
+/// A fast fingerprinting hasher: two independent multiply-rotate lanes over
+/// every integer the derived `Hash` writes, combined through the MurmurHash3
+/// finaliser. Deterministic, never persisted.
+struct Fingerprinter {
+    a: u64,
+    b: u64,
+}
+
+impl Fingerprinter {
+    const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+    const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+
+    fn new() -> Fingerprinter {
+        Fingerprinter {
+            a: 0x243F_6A88_85A3_08D3,
+            b: 0x1319_8A2E_0370_7344,
+        }
+    }
+
+    #[inline]
+    fn mix(&mut self, x: u64) {
+        self.a = (self.a.rotate_left(23) ^ x).wrapping_mul(Self::K1);
+        self.b = (self.b.rotate_left(31) ^ x).wrapping_mul(Self::K2);
+    }
+}
+
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+impl Hasher for Fingerprinter {
+    fn finish(&self) -> u64 {
+        fmix64(self.a) ^ fmix64(self.b).rotate_left(32)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut buf = [0u8; 8];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(buf) ^ ((chunk.len() as u64) << 56));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.mix(i as u64 | 0x100);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.mix(i as u64 | 0x2_0000);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.mix(i as u64 | 0x4_0000_0000);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.mix(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.mix(i as u64);
+    }
+    fn write_i8(&mut self, i: i8) {
+        self.write_u8(i as u8);
+    }
+    fn write_i16(&mut self, i: i16) {
+        self.write_u16(i as u16);
+    }
+    fn write_i32(&mut self, i: i32) {
+        self.write_u32(i as u32);
+    }
+    fn write_i64(&mut self, i: i64) {
+        self.mix(i as u64);
+    }
+    fn write_isize(&mut self, i: isize) {
+        self.mix(i as u64);
+    }
+}
+
+/// The 64-bit fingerprint of a world.
 pub fn fingerprint(w: &World) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = Fingerprinter::new();
     w.hash(&mut h);
     h.finish()
 }
@@ -187,12 +263,13 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             for (ai, a) in actions.iter().enumerate() {
                 transitions += 1;
                 let succ = m.after(w, a);
-                let k = key(&succ);
-                if seen.contains_key(&k) {
-                    continue;
-                }
                 let nid = parent.len() as u32;
-                seen.insert(k, nid);
+                match seen.entry(key(&succ)) {
+                    std::collections::hash_map::Entry::Occupied(_) => continue,
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(nid);
+                    }
+                }
                 parent.push((*id, ai as u32));
                 check(&succ, nid, &pending, &mut cands);
                 next.push((nid, succ));
