@@ -59,10 +59,10 @@ pub struct ModelArgs {
     /// Delay before retrying a failed acquisition [default: 1]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
     pub retry: Option<u32>,
-    /// Longest pause a `pause` fault causes [default: 2 x TTL]
+    /// Longest pause a `pause` fault causes [default: no bound]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
     pub pause_max: Option<u32>,
-    /// Longest a `delay` fault holds a message [default: 2 x TTL]
+    /// Longest a `delay` fault holds a message [default: no bound]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
     pub delay_max: Option<u32>,
     /// Size of a clock jump [default: TTL]
@@ -156,8 +156,6 @@ impl ModelArgs {
         if let Some(v) = self.ttl {
             // Durations derived from the TTL follow it unless set explicitly.
             p.ttl = v;
-            p.pause_max = v.saturating_mul(2).min(locklab_models::params::MAX_TICKS);
-            p.delay_max = p.pause_max;
             p.jump = v;
             p.renew_every = (v / 3).max(1);
         }
@@ -165,8 +163,6 @@ impl ModelArgs {
             (self.work, &mut p.work),
             (self.timeout, &mut p.timeout),
             (self.retry, &mut p.retry),
-            (self.pause_max, &mut p.pause_max),
-            (self.delay_max, &mut p.delay_max),
             (self.jump, &mut p.jump),
             (self.renew_every, &mut p.renew_every),
             (self.drift, &mut p.drift),
@@ -174,6 +170,12 @@ impl ModelArgs {
             if let Some(v) = opt {
                 *field = v;
             }
+        }
+        if self.pause_max.is_some() {
+            p.pause_max = self.pause_max;
+        }
+        if self.delay_max.is_some() {
+            p.delay_max = self.delay_max;
         }
         if self.renew_cap.is_some() {
             p.renew_cap = self.renew_cap;

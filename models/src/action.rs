@@ -36,8 +36,8 @@ pub enum Action {
     Crash { client: u8 },
     /// Fault: a Redis server restarts empty.
     Restart { server: u8 },
-    /// Fault: the primary dies and the replica is promoted.
-    Failover,
+    /// Fault: a primary dies and its replica is promoted.
+    Failover { server: u8 },
 }
 
 impl Action {

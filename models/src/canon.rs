@@ -186,37 +186,34 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
     }
 }
 
-/// `w` with its (interchangeable) Redis instances reordered by everything
-/// that concerns each: its own state, every client's vote for it, and the
-/// messages to and from it.
+/// A fingerprint of everything that concerns instance `s`: its own state,
+/// every client's vote for it, and the messages to and from it (with its
+/// own id blanked, so equal columns of different instances hash alike).
+fn column(w: &World, s: usize) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let me = Node::Redis(s as u8);
+    let mut h = crate::search::Fingerprinter::new();
+    w.redis[s].hash(&mut h);
+    for c in &w.clients {
+        c.votes.get(s).hash(&mut h);
+    }
+    for m in &w.net {
+        if m.to == me || m.from == me {
+            let blank = |n: Node| if n == me { Node::Redis(u8::MAX) } else { n };
+            (blank(m.from), blank(m.to), m.chan, m.body, m.held, m.orphan).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// `w` with its (interchangeable) Redis instances reordered by the
+/// fingerprint of everything that concerns each (ties are identical
+/// columns, whose order does not matter).
 fn sort_instances(w: &World) -> World {
     let n = w.redis.len();
-    let key = |s: usize| {
-        let votes: Vec<_> = w.clients.iter().map(|c| c.votes.get(s).copied()).collect();
-        let mut msgs: Vec<Msg> = w
-            .net
-            .iter()
-            .filter(|m| m.to == Node::Redis(s as u8) || m.from == Node::Redis(s as u8))
-            .map(|m| Msg {
-                from: if m.from == Node::Redis(s as u8) {
-                    Node::Redis(0)
-                } else {
-                    m.from
-                },
-                to: if m.to == Node::Redis(s as u8) {
-                    Node::Redis(0)
-                } else {
-                    m.to
-                },
-                ..*m
-            })
-            .collect();
-        msgs.sort();
-        (w.redis[s].clone(), votes, msgs)
-    };
-    let keys: Vec<_> = (0..n).map(key).collect();
+    let keys: Vec<u64> = (0..n).map(|s| column(w, s)).collect();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|a, b| keys[*a].cmp(&keys[*b]));
+    order.sort_by_key(|s| keys[*s]);
     if order.iter().enumerate().all(|(i, x)| i == *x) {
         return w.clone();
     }

@@ -41,9 +41,9 @@ impl Ctx<'_> {
     }
 
     /// Sends `cmd` from client `c` to server `s` on `chan`. A server that is
-    /// down refuses the connection: the request never leaves, and the
-    /// client's timeout tells it.
-    pub fn send(&mut self, c: u8, s: u8, chan: Chan, cmd: Cmd) {
+    /// down refuses the connection: the request never leaves (returns false),
+    /// and the client's timeout tells it.
+    pub fn send(&mut self, c: u8, s: u8, chan: Chan, cmd: Cmd) -> bool {
         if !self.w.redis[s as usize].is_up() {
             ev!(
                 self.log,
@@ -54,7 +54,7 @@ impl Ctx<'_> {
                 self.w.server_name(s),
                 cmd.text()
             );
-            return;
+            return false;
         }
         ev!(
             self.log,
@@ -72,6 +72,26 @@ impl Ctx<'_> {
             held: None,
             orphan: false,
         });
+        true
+    }
+
+    /// Sends `cmd` and expects no answer: the client does not wait for the
+    /// reply (reference Redlock clients ignore unlock results).
+    pub fn notify(&mut self, c: u8, s: u8, cmd: Cmd) -> bool {
+        if !self.send(c, s, Chan::Main, cmd) {
+            return false;
+        }
+        let me = Node::Client(c);
+        if let Some(m) = self
+            .w
+            .net
+            .iter_mut()
+            .find(|m| m.from == me && m.to == Node::Redis(s) && m.body == Body::Req(cmd) && !m.orphan)
+        {
+            m.orphan = true;
+        }
+        self.w.net.sort();
+        true
     }
 
     /// Client `c` now waits in `phase` for replies, until its request timeout.
@@ -186,6 +206,7 @@ pub fn step(x: &mut Ctx, c: u8) {
     let proto = x.m.proto;
     match x.phase(c) {
         Phase::Idle => proto.start_acquire(x, c),
+        Phase::Acquire(_) | Phase::Release(_) if proto.gathers_replies() => proto.gather(x, c),
         Phase::Acquire(_) | Phase::Release(_) => {
             ev!(
                 x.log,
@@ -227,6 +248,47 @@ pub fn step(x: &mut Ctx, c: u8) {
         }
         Phase::Done => {}
     }
+}
+
+/// True when gathering client `c` has a reply in from every server it
+/// still waits for (so its gathering step is due now).
+pub fn gather_ready(w: &World, c: usize) -> bool {
+    let cl = &w.clients[c];
+    if !cl.alive || cl.paused.is_some() || !matches!(cl.phase, Phase::Acquire(_) | Phase::Release(_)) {
+        return false;
+    }
+    let waiting = cl.votes.iter().filter(|v| **v == crate::world::Vote::Pending).count();
+    let arrived = w
+        .net
+        .iter()
+        .filter(|m| m.to == Node::Client(c as u8) && m.chan == Chan::Main && m.held.is_none())
+        .count();
+    waiting > 0 && arrived >= waiting
+}
+
+/// Takes every reply that has arrived for gathering client `c` (not held
+/// back by a delay) out of the network, as (server, reply) pairs.
+pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
+    let me = Node::Client(c);
+    let mut got = Vec::new();
+    x.w.net.retain(|m| {
+        let mine = m.to == me && m.chan == Chan::Main && m.held.is_none();
+        if mine && let (Node::Redis(s), Body::Reply(r)) = (m.from, m.body) {
+            got.push((s, r));
+        }
+        !mine
+    });
+    for (s, r) in &got {
+        ev!(
+            x.log,
+            EventKind::Receive,
+            x.w.client_name(c),
+            Some(x.w.server_name(*s)),
+            "{}",
+            r.text()
+        );
+    }
+    got
 }
 
 /// A reply reaches client `c`.
@@ -292,25 +354,21 @@ pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
                 WdState::Waiting(k) => WdState::Waiting(k.saturating_sub(1)),
             };
         }
+        // Redlock's clock readings move only while they mean something:
+        // elapsed while voting, validity while holding.
         if m.proto.uses_client_clock() {
             let (lo, hi) = clock_bounds(m);
-            cl.elapsed = (cl.elapsed + 1).min(hi);
-            cl.validity = (cl.validity - 1).max(lo);
+            match cl.phase {
+                Phase::Acquire(0) => cl.elapsed = (cl.elapsed + 1).min(hi),
+                Phase::Work | Phase::Write => cl.validity = (cl.validity - 1).max(lo),
+                _ => {}
+            }
         }
         if let Some(p) = cl.paused {
-            if p <= 1 {
-                cl.paused = None;
-                if name_needed {
-                    let n = w.client_name(i as u8);
-                    log.push(
-                        EventKind::Fault,
-                        n,
-                        None,
-                        "resumes: the pause is over".into(),
-                    );
-                }
-            } else {
-                cl.paused = Some(p - 1);
+            cl.paused = crate::world::count_down(p);
+            if cl.paused.is_none() && name_needed {
+                let n = w.client_name(i as u8);
+                log.push(EventKind::Fault, n, None, "resumes: the pause is over".into());
             }
         }
     }
@@ -333,7 +391,9 @@ pub fn next_deadline(w: &World) -> Option<Ticks> {
         }
     };
     for cl in &w.clients {
-        if let Some(p) = cl.paused {
+        if let Some(p) = cl.paused
+            && p != crate::world::OPEN
+        {
             consider(p);
         }
         // An idle client's timer is a minimum backoff, not a deadline, but
@@ -360,8 +420,19 @@ pub fn next_deadline(w: &World) -> Option<Ticks> {
 /// (`--no-cancel`), in which case it keeps renewing for a dead owner.
 pub fn crash(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
     let ci = c as usize;
-    w.clients[ci].alive = false;
-    w.clients[ci].timer = None;
+    {
+        // A dead thread's program position no longer matters: forget it, so
+        // crashes at different points lead to the same state.
+        let cl = &mut w.clients[ci];
+        cl.alive = false;
+        cl.phase = Phase::Idle;
+        cl.timer = None;
+        cl.read = None;
+        cl.token = None;
+        cl.votes.clear();
+        cl.elapsed = 0;
+        cl.validity = 0;
+    }
     let mut x = Ctx { m, w, log };
     x.abandon(c, Chan::Main);
     let keeps_watchdog = m.params.no_cancel && x.w.clients[ci].wd.is_some();
@@ -388,18 +459,19 @@ pub fn crash(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
 pub fn clock_jump(m: &LockModel, w: &mut World, c: u8, by: STicks, log: &mut Log) {
     let (lo, hi) = clock_bounds(m);
     let cl = &mut w.clients[c as usize];
-    cl.clock += by;
-    cl.elapsed = (cl.elapsed + by).clamp(lo, hi);
-    cl.validity = (cl.validity - by).clamp(lo, hi);
+    match cl.phase {
+        Phase::Acquire(0) => cl.elapsed = (cl.elapsed + by).clamp(lo, hi),
+        Phase::Work | Phase::Write => cl.validity = (cl.validity - by).clamp(lo, hi),
+        _ => {}
+    }
     ev!(
         log,
         EventKind::Fault,
         w.client_name(c),
         None,
-        "CLOCK JUMPS {} {} ticks (offset now {:+})",
+        "wall clock JUMPS {} {} ticks",
         if by > 0 { "forward" } else { "backward" },
-        by.unsigned_abs(),
-        w.clients[c as usize].clock
+        by.unsigned_abs()
     );
 }
 

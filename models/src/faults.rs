@@ -9,7 +9,8 @@
 use crate::action::Action;
 use crate::ev;
 use crate::model::LockModel;
-use crate::world::{Chan, Log, Msg, Node, Phase, STicks, World};
+use crate::protocols::Service;
+use crate::world::{Chan, Log, Msg, Node, OPEN, Phase, STicks, World};
 use locklab_traces::EventKind;
 use serde::{Deserialize, Serialize};
 
@@ -128,7 +129,7 @@ pub fn kind_of(a: &Action) -> Option<FaultKind> {
         Action::ClockJump { .. } => Some(FaultKind::ClockJump),
         Action::Crash { .. } => Some(FaultKind::Crash),
         Action::Restart { .. } => Some(FaultKind::Restart),
-        Action::Failover => Some(FaultKind::Failover),
+        Action::Failover { .. } => Some(FaultKind::Failover),
         _ => None,
     }
 }
@@ -149,7 +150,7 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
     }
     if left(FaultKind::Pause) {
         for (i, c) in w.clients.iter().enumerate() {
-            if c.alive && c.paused.is_none() && c.phase != Phase::Done {
+            if c.alive && c.paused.is_none() && pause_matters(w, i) {
                 out.push(Action::Pause { client: i as u8 });
             }
         }
@@ -212,8 +213,34 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
             }
         }
     }
-    if left(FaultKind::Failover) && w.can_fail_over() {
-        out.push(Action::Failover);
+    if left(FaultKind::Failover) {
+        match m.proto.service() {
+            Service::Replicated => {
+                if w.can_fail_over() {
+                    out.push(Action::Failover { server: w.primary() });
+                }
+            }
+            Service::Instances => {
+                for (i, s) in w.redis.iter().enumerate() {
+                    if s.is_up() {
+                        out.push(Action::Failover { server: i as u8 });
+                    }
+                }
+            }
+            Service::Single => {}
+        }
+    }
+}
+
+/// Pausing a client that is done, or idle with nothing running and nothing
+/// on its way to it, changes nothing an idle client could not do by simply
+/// waiting (it picks its own moment to start): such pauses are not offered.
+fn pause_matters(w: &World, c: usize) -> bool {
+    let cl = &w.clients[c];
+    match cl.phase {
+        Phase::Done => cl.wd.is_some(),
+        Phase::Idle => cl.wd.is_some() || w.net.iter().any(|m| m.to == Node::Client(c as u8)),
+        _ => true,
     }
 }
 
@@ -245,13 +272,14 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
         }
         Action::Pause { client } => {
             let max = m.params.pause_max;
-            w.clients[client as usize].paused = Some(max);
+            w.clients[client as usize].paused = Some(max.unwrap_or(OPEN));
             ev!(
                 log,
                 EventKind::Fault,
                 w.client_name(client),
                 None,
-                "PAUSED (GC / VM freeze, up to {max} ticks); it will not notice"
+                "PAUSED (GC / VM freeze{}); it will not notice",
+                max.map(|k| format!(", up to {k} ticks")).unwrap_or_default()
             );
         }
         Action::Slow { client } => {
@@ -279,7 +307,7 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
             let d = m.params.delay_max;
             w.remove_msg(&msg);
             w.push_msg(Msg {
-                held: Some(d),
+                held: Some(d.unwrap_or(OPEN)),
                 ..msg
             });
             ev!(
@@ -287,7 +315,8 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
                 EventKind::Fault,
                 w.node_name(msg.from),
                 Some(w.node_name(msg.to)),
-                "message DELAYED up to {d} ticks: {}",
+                "message DELAYED{}: {}",
+                d.map(|k| format!(" up to {k} ticks")).unwrap_or_default(),
                 w.msg_text(&msg)
             );
         }
@@ -297,21 +326,22 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
         },
         Action::Crash { client } => crate::client::crash(m, w, client, log),
         Action::Restart { server } => crate::redis::restart(m, w, server, log),
-        Action::Failover => crate::redis::failover(m, w, log),
+        Action::Failover { server } => crate::redis::failover(m, w, server, log),
         _ => return false,
     }
     true
 }
 
 /// True when `msg` may be delivered now (its receiver can take it).
-pub fn deliverable(w: &World, msg: &crate::world::Msg) -> bool {
+pub fn deliverable(m: &LockModel, w: &World, msg: &crate::world::Msg) -> bool {
     match msg.to {
         Node::Redis(s) => w.redis[s as usize].is_up(),
         Node::Client(c) => {
             let cl = &w.clients[c as usize];
             cl.paused.is_none()
                 && match msg.chan {
-                    Chan::Main => cl.alive,
+                    // A gathering client reads its replies in its own step.
+                    Chan::Main => cl.alive && !m.proto.gathers_replies(),
                     Chan::Watchdog => cl.wd.is_some(),
                 }
         }

@@ -72,7 +72,12 @@ impl LockModel {
     /// Ticks until the next timer fires, key expires, pause ends or delayed
     /// message becomes due.
     pub fn next_deadline(&self, w: &World) -> Option<Ticks> {
-        let held = w.net.iter().filter_map(|m| m.held).filter(|k| *k > 0).min();
+        let held = w
+            .net
+            .iter()
+            .filter_map(|m| m.held)
+            .filter(|k| *k > 0 && *k != crate::world::OPEN)
+            .min();
         [redis::next_deadline(w), client::next_deadline(w), held]
             .into_iter()
             .flatten()
@@ -85,7 +90,8 @@ impl LockModel {
     pub fn enabled(&self, w: &World, out: &mut Vec<Action>) {
         out.clear();
         for (i, c) in w.clients.iter().enumerate() {
-            if c.step_due() && c.phase != Phase::Idle {
+            let gathered = self.proto.gathers_replies() && client::gather_ready(w, i);
+            if (c.step_due() && c.phase != Phase::Idle) || gathered {
                 out.push(Action::Step { client: i as u8 });
             }
         }
@@ -96,7 +102,7 @@ impl LockModel {
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if msg.held.is_none() && !dup && faults::deliverable(w, msg) {
+            if msg.held.is_none() && !dup && faults::deliverable(self, w, msg) {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
@@ -120,7 +126,7 @@ impl LockModel {
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if msg.held.is_some() && !dup && faults::deliverable(w, msg) {
+            if msg.held.is_some() && !dup && faults::deliverable(self, w, msg) {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
@@ -200,8 +206,10 @@ impl LockModel {
 fn tick_network(w: &mut World) {
     let mut changed = false;
     for m in w.net.iter_mut() {
-        if let Some(k) = m.held {
-            m.held = if k <= 1 { None } else { Some(k - 1) };
+        if let Some(k) = m.held
+            && k != crate::world::OPEN
+        {
+            m.held = crate::world::count_down(k);
             changed = true;
         }
     }

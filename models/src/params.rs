@@ -68,10 +68,11 @@ pub struct Params {
     pub timeout: Ticks,
     /// Delay before a client retries a failed acquisition.
     pub retry: Ticks,
-    /// Longest pause a `pause` fault can cause.
-    pub pause_max: Ticks,
-    /// Longest a `delay` fault can hold a message back.
-    pub delay_max: Ticks,
+    /// Longest pause a `pause` fault can cause (`None`: no bound; the paused
+    /// client resumes whenever the environment lets it).
+    pub pause_max: Option<Ticks>,
+    /// Longest a `delay` fault can hold a message back (`None`: no bound).
+    pub delay_max: Option<Ticks>,
     /// Size of one clock jump.
     pub jump: Ticks,
     /// Fault budgets.
@@ -119,8 +120,8 @@ impl Params {
             work: 1,
             timeout: 1,
             retry: 1,
-            pause_max: 2 * ttl,
-            delay_max: 2 * ttl,
+            pause_max: None,
+            delay_max: None,
             jump: ttl,
             faults,
             renew_every: ttl / 3,
@@ -318,8 +319,8 @@ impl Params {
             ("work", self.work),
             ("timeout", self.timeout),
             ("retry", self.retry),
-            ("pause-max", self.pause_max),
-            ("delay-max", self.delay_max),
+            ("pause-max", self.pause_max.unwrap_or(0)),
+            ("delay-max", self.delay_max.unwrap_or(0)),
             ("jump", self.jump),
             ("renew-every", self.renew_every),
             ("drift", self.drift),
@@ -342,8 +343,12 @@ impl Params {
         range("work", self.work, 0, MAX_TICKS)?;
         range("timeout", self.timeout, 1, MAX_TICKS)?;
         range("retry", self.retry, 1, MAX_TICKS)?;
-        range("pause-max", self.pause_max, 1, MAX_TICKS)?;
-        range("delay-max", self.delay_max, 1, MAX_TICKS)?;
+        if let Some(v) = self.pause_max {
+            range("pause-max", v, 1, MAX_TICKS)?;
+        }
+        if let Some(v) = self.delay_max {
+            range("delay-max", v, 1, MAX_TICKS)?;
+        }
         range("jump", self.jump, 1, MAX_TICKS)?;
         range("renew-every", self.renew_every, 1, MAX_TICKS)?;
         if let Some(c) = self.renew_cap {

@@ -326,7 +326,9 @@ pub fn next_deadline(w: &World) -> Option<Ticks> {
 pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: STicks, log: &mut Log) {
     let si = s as usize;
     let floor = ttl_floor(m);
-    w.redis[si].clock += by;
+    if replica_of(w).is_some() {
+        w.redis[si].clock += by;
+    }
     if let Some(e) = &mut w.redis[si].lock {
         e.ttl = shift(e.ttl, by, floor.min(-1));
     }
@@ -348,10 +350,9 @@ pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: STicks, log: &mut Log
         EventKind::Fault,
         w.server_name(s),
         None,
-        "CLOCK JUMPS {} {} ticks (offset now {:+})",
+        "wall clock JUMPS {} {} ticks",
         if by > 0 { "forward" } else { "backward" },
-        by.unsigned_abs(),
-        w.redis[si].clock
+        by.unsigned_abs()
     );
     expire_if_due(m, w, si, log);
 }
@@ -394,9 +395,10 @@ fn come_up(w: &mut World, s: usize, log: &mut Log) {
     resync(w);
 }
 
-/// Server `s` restarts without persistence: it loses the lock and the
-/// token counter. With `--delayed-restart` it stays down for a TTL first.
-pub fn restart(m: &LockModel, w: &mut World, s: u8, log: &mut Log) {
+/// Server `s` loses everything it held: its connections are reset, the
+/// lock and the token counter are gone. With `--delayed-restart` it then
+/// stays unavailable for a TTL, as the Redlock page recommends.
+fn lose_everything(m: &LockModel, w: &mut World, s: u8, log: &mut Log, what: &str) {
     let si = s as usize;
     reset_connections(w, s);
     let node = &mut w.redis[si];
@@ -410,32 +412,38 @@ pub fn restart(m: &LockModel, w: &mut World, s: u8, log: &mut Log) {
             EventKind::Fault,
             w.server_name(s),
             None,
-            "RESTARTS and loses all data; stays down {} ticks (delayed restart)",
+            "{what}; stays unavailable {} ticks (delayed restart)",
             m.params.down_for()
         );
     } else {
-        ev!(
-            log,
-            EventKind::Fault,
-            w.server_name(s),
-            None,
-            "RESTARTS and loses all data (no persistence)"
-        );
+        ev!(log, EventKind::Fault, w.server_name(s), None, "{what}");
         come_up(w, si, log);
     }
 }
 
-/// The primary dies; its replica is promoted with exactly what it had
-/// applied and starts expiring keys by its own clock.
-pub fn failover(_m: &LockModel, w: &mut World, log: &mut Log) {
-    let Some(p) = w
-        .redis
-        .iter()
-        .position(|n| n.role == Role::Primary && !n.is_dead())
-    else {
+/// Server `s` restarts without persistence: it loses the lock and the
+/// token counter.
+pub fn restart(m: &LockModel, w: &mut World, s: u8, log: &mut Log) {
+    lose_everything(m, w, s, log, "RESTARTS and loses all data (no persistence)");
+}
+
+/// Primary `s` dies; its replica is promoted with exactly what it had
+/// applied and starts expiring keys by its own clock. A Redlock instance
+/// has no replica in the model: its failover is the worst case, a replica
+/// that had received none of the lock writes (so, like a restart, it comes
+/// back empty; with `--delayed-restart` it is kept out of service first).
+pub fn failover(m: &LockModel, w: &mut World, s: u8, log: &mut Log) {
+    let p = s as usize;
+    let Some(r) = replica_of(w) else {
+        lose_everything(
+            m,
+            w,
+            s,
+            log,
+            "FAILOVER: the primary dies; a replica that received none of the lock writes takes over",
+        );
         return;
     };
-    let Some(r) = replica_of(w) else { return };
     let lost = w.redis[p].backlog.len();
     reset_connections(w, p as u8);
     w.redis[p].status = Status::Dead;

@@ -98,7 +98,7 @@ type Seen = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
 /// A fast fingerprinting hasher: two independent multiply-rotate lanes over
 /// every integer the derived `Hash` writes, combined through the MurmurHash3
 /// finaliser. Deterministic, never persisted.
-struct Fingerprinter {
+pub(crate) struct Fingerprinter {
     a: u64,
     b: u64,
 }
@@ -107,7 +107,7 @@ impl Fingerprinter {
     const K1: u64 = 0x9E37_79B9_7F4A_7C15;
     const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
 
-    fn new() -> Fingerprinter {
+    pub(crate) fn new() -> Fingerprinter {
         Fingerprinter {
             a: 0x243F_6A88_85A3_08D3,
             b: 0x1319_8A2E_0370_7344,
@@ -263,6 +263,12 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             for (ai, a) in actions.iter().enumerate() {
                 transitions += 1;
                 let succ = m.after(w, a);
+                // A fault that changed nothing but its own budget leads to a
+                // state its predecessor dominates (same world, more budget):
+                // nothing new is reachable from it.
+                if crate::faults::kind_of(a).is_some() && succ.same_but_budget(w) {
+                    continue;
+                }
                 let nid = parent.len() as u32;
                 match seen.entry(key(&succ)) {
                     std::collections::hash_map::Entry::Occupied(_) => continue,

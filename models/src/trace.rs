@@ -13,7 +13,7 @@ use crate::invariants::Invariant;
 use crate::model::LockModel;
 use crate::params::{Params, TICK_MEANING};
 use crate::protocols;
-use crate::view::{message, participants, view};
+use crate::view::{Clocks, message, participants, view};
 use crate::world::{Log, World};
 use locklab_traces::{Config, Event, EventKind, SCHEMA_VERSION, Step, Trace};
 use std::collections::BTreeMap;
@@ -67,7 +67,7 @@ pub fn action_text(a: &Action) -> String {
         Action::ClockJump { node, by } => format!("FAULT clock jump {node:?} {by:+}"),
         Action::Crash { client } => format!("FAULT crash c{}", client + 1),
         Action::Restart { server } => format!("FAULT restart redis{}", server + 1),
-        Action::Failover => "FAULT failover".into(),
+        Action::Failover { server } => format!("FAULT failover redis{}", server + 1),
     }
 }
 
@@ -151,7 +151,8 @@ pub fn build(
     seed: Option<u64>,
 ) -> Result<Trace, ReplayError> {
     let mut w = m.init();
-    let initial = view(m, &w, 0);
+    let mut clocks = Clocks::new(&w);
+    let initial = view(m, &w, 0, &clocks);
     let parts = participants(m, &w);
     let mut time = 0u64;
     let mut steps = Vec::with_capacity(path.len());
@@ -176,6 +177,7 @@ pub fn build(
         let actor = m.actor(&w, a);
         let mut log = Log::on();
         m.apply(&mut w, a, &mut log);
+        clocks.record(a);
         time += a.ticks();
         if let Some(k) = faults::kind_of(a)
             && !used.contains(&k)
@@ -200,7 +202,7 @@ pub fn build(
             label: label(&events),
             message: msg,
             events,
-            state: view(m, &w, time),
+            state: view(m, &w, time, &clocks),
             violations,
         });
     }

@@ -81,12 +81,40 @@ pub fn message(w: &World, m: &crate::world::Msg) -> MessageView {
         from: w.node_name(m.from),
         to: w.node_name(m.to),
         text,
-        held: m.held.map(|h| h as u64),
+        held: m.held.map(|h| if h == crate::world::OPEN { u64::MAX } else { h as u64 }),
+    }
+}
+
+/// Clock offsets accumulated along a trace. They are not part of the
+/// state (except where replication needs them); a trace adds up its
+/// clock-jump steps to show them.
+#[derive(Clone, Debug, Default)]
+pub struct Clocks {
+    pub clients: Vec<i64>,
+    pub servers: Vec<i64>,
+}
+
+impl Clocks {
+    pub fn new(w: &World) -> Clocks {
+        Clocks {
+            clients: vec![0; w.clients.len()],
+            servers: vec![0; w.redis.len()],
+        }
+    }
+
+    /// Accounts for `a` if it is a clock jump.
+    pub fn record(&mut self, a: &crate::action::Action) {
+        if let crate::action::Action::ClockJump { node, by } = *a {
+            match node {
+                crate::world::Node::Client(c) => self.clients[c as usize] += by as i64,
+                crate::world::Node::Redis(s) => self.servers[s as usize] += by as i64,
+            }
+        }
     }
 }
 
 /// The world `w` at true time `time`, in readable form.
-pub fn view(m: &LockModel, w: &World, time: u64) -> StateView {
+pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
     let clients = w
         .clients
         .iter()
@@ -98,13 +126,13 @@ pub fn view(m: &LockModel, w: &World, time: u64) -> StateView {
                 phase: phase_text(m, w, i),
                 holds: c.holds(),
                 alive: c.alive,
-                paused: c.paused.map(|p| p as u64),
+                paused: c.paused.map(|p| if p == crate::world::OPEN { u64::MAX } else { p as u64 }),
                 value: has_value.then(|| c.val(i as u8).text()),
                 token: c.token.map(|t| t as u64),
                 read: c.read.map(|r| r as u64),
                 believed_lease: (m.proto.checks_validity() && c.holds())
                     .then_some(c.validity as i64),
-                clock_offset: c.clock as i64,
+                clock_offset: clocks.clients.get(i).copied().unwrap_or(0),
                 watchdog: c.wd.map(|d| match d.state {
                     WdState::Sleeping(k) => format!("renews {} in {k}", d.val.text()),
                     WdState::Waiting(k) => {
@@ -154,7 +182,7 @@ pub fn view(m: &LockModel, w: &World, time: u64) -> StateView {
                     Status::Down(k) => format!("down ({k} ticks left)"),
                     Status::Dead => "dead".into(),
                 },
-                clock_offset: s.clock as i64,
+                clock_offset: clocks.servers.get(i).copied().unwrap_or(0),
                 entries,
                 unreplicated: s.backlog.iter().map(|op| op_text(*op)).collect(),
             }

@@ -14,6 +14,18 @@ use crate::faults::Budgets;
 pub type Ticks = u32;
 /// A signed number of ticks (clock offsets, relative expiries).
 pub type STicks = i32;
+
+/// A pause or delay with no bound: it lasts until the environment ends it.
+pub const OPEN: Ticks = Ticks::MAX;
+
+/// One tick off a pause or delay counter; `None` once it is over.
+pub fn count_down(k: Ticks) -> Option<Ticks> {
+    match k {
+        OPEN => Some(OPEN),
+        0 | 1 => None,
+        k => Some(k - 1),
+    }
+}
 use locklab_traces::{Event, EventKind};
 use serde::{Deserialize, Serialize};
 
@@ -131,8 +143,9 @@ pub struct Msg {
     pub to: Node,
     pub chan: Chan,
     pub body: Body,
-    /// `Some(n)`: a delay fault holds it back for at most `n` more ticks. It
-    /// may still arrive earlier; it just no longer forces time to wait for it.
+    /// `Some(n)`: a delay fault holds it back for at most `n` more ticks
+    /// (`OPEN`: no bound). It may still arrive earlier; it just no longer
+    /// forces time to wait for it.
     pub held: Option<Ticks>,
     /// The sender gave up on this request (timed out and closed the
     /// connection, or crashed): it still runs on the server, but its reply
@@ -207,7 +220,10 @@ pub struct RedisNode {
     pub lock: Option<Entry>,
     /// The fencing-token counter (`INCR token`); 0 = absent.
     pub counter: u16,
-    /// Offset of this server's wall clock from true time.
+    /// Offset of this server's wall clock from true time. Kept only where it
+    /// changes behaviour (a replicated pair converts absolute expiries
+    /// between clocks); elsewhere a jump's effect is already in the relative
+    /// TTLs, and traces recover offsets from their clock-jump steps.
     pub clock: STicks,
     /// Replication stream waiting for the replica (primary only).
     pub backlog: Vec<ReplOp>,
@@ -269,7 +285,7 @@ pub struct Watchdog {
     pub val: Val,
     pub state: WdState,
     /// Renewals sent so far (only counted when a renewal cap is set).
-    pub renewals: u8,
+    pub renewals: u32,
 }
 
 /// A Redlock client's view of one instance during an acquisition.
@@ -286,7 +302,8 @@ pub enum Vote {
 pub struct Client {
     /// The business thread is alive (false after a crash).
     pub alive: bool,
-    /// `Some(n)`: the whole process is frozen for at most `n` more ticks.
+    /// `Some(n)`: the whole process is frozen for at most `n` more ticks
+    /// (`OPEN`: until the environment lets it resume).
     pub paused: Option<Ticks>,
     pub phase: Phase,
     /// The business thread's one timer; `Some(0)` = a step is due now.
@@ -297,8 +314,6 @@ pub struct Client {
     pub read: Option<u8>,
     /// Fencing token of the current hold.
     pub token: Option<u16>,
-    /// Offset of this client's wall clock from true time.
-    pub clock: STicks,
     pub wd: Option<Watchdog>,
     /// Redlock: per-instance votes of the current attempt.
     pub votes: Vec<Vote>,
@@ -318,7 +333,6 @@ impl Client {
             round: 0,
             read: None,
             token: None,
-            clock: 0,
             wd: None,
             votes: Vec::new(),
             elapsed: 0,
@@ -397,6 +411,15 @@ pub struct World {
 }
 
 impl World {
+    /// True when `self` and `other` differ at most in their fault budgets.
+    pub fn same_but_budget(&self, other: &World) -> bool {
+        self.clients == other.clients
+            && self.redis == other.redis
+            && self.net == other.net
+            && self.resource == other.resource
+            && self.ghost == other.ghost
+    }
+
     pub fn push_msg(&mut self, m: Msg) {
         let at = self.net.partition_point(|x| x <= &m);
         self.net.insert(at, m);

@@ -13,12 +13,18 @@ mod get_del;
 mod lua_release;
 mod naive_del;
 pub mod redis_client;
+mod redlock;
+mod replicated;
 mod setnx_expire;
+pub mod watchdog;
 
 pub use get_del::GetDel;
 pub use lua_release::LuaRelease;
 pub use naive_del::NaiveDel;
+pub use redlock::Redlock;
+pub use replicated::Replicated;
 pub use setnx_expire::SetnxExpire;
+pub use watchdog::Watchdog;
 
 /// The kind of lock service a protocol's clients talk to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +43,9 @@ pub const SINGLE_REDIS_FAULTS: &[FaultKind] = &[
     FaultKind::Slow,
     FaultKind::Loss,
     FaultKind::Delay,
+    FaultKind::ClockJump,
     FaultKind::Crash,
+    FaultKind::Restart,
 ];
 
 /// One lock protocol: the rules its clients follow.
@@ -69,6 +77,16 @@ pub trait Protocol: Send + Sync {
     fn issues_tokens(&self) -> bool {
         false
     }
+    /// Whether clients wait for a reply from several servers at once and
+    /// read them together (an event loop reading every ready socket) rather
+    /// than one by one. Such a client's replies are not delivered by
+    /// separate steps: its `gather` step reads them all once every one has
+    /// arrived, or when its timeout fires.
+    fn gathers_replies(&self) -> bool {
+        false
+    }
+    /// The gathering step (only if `gathers_replies`).
+    fn gather(&self, _x: &mut Ctx, _c: u8) {}
 
     /// Client `c` starts an acquisition.
     fn start_acquire(&self, x: &mut Ctx, c: u8);
@@ -94,7 +112,15 @@ pub trait Protocol: Send + Sync {
 }
 
 /// Every protocol, in the order of the article's ladder.
-pub static ALL: &[&dyn Protocol] = &[&SetnxExpire, &NaiveDel, &GetDel, &LuaRelease];
+pub static ALL: &[&dyn Protocol] = &[
+    &SetnxExpire,
+    &NaiveDel,
+    &GetDel,
+    &LuaRelease,
+    &Watchdog,
+    &Replicated,
+    &Redlock,
+];
 
 /// Looks a protocol up by its CLI name.
 pub fn by_name(name: &str) -> Option<&'static dyn Protocol> {

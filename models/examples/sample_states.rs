@@ -1,0 +1,36 @@
+//! Debug aid: explores a model breadth-first without symmetry and prints a
+//! sample of the states at one depth, to see what makes them differ.
+use locklab_models::{Budgets, FaultKind, LockModel, Params, protocols};
+use std::collections::HashSet;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let proto = protocols::by_name(&args[1]).unwrap();
+    let mut p = Params::defaults(proto);
+    p.faults = Budgets::none();
+    for k in args[2].split(',') {
+        p.faults.set(FaultKind::from_name(k).unwrap(), 1);
+    }
+    let depth: usize = args[3].parse().unwrap();
+    let m = LockModel::new(proto, p).unwrap();
+    let mut seen = HashSet::new();
+    let mut frontier = vec![m.init()];
+    let mut acts = Vec::new();
+    for d in 0..depth {
+        let mut next = Vec::new();
+        for w in &frontier {
+            m.enabled(w, &mut acts);
+            for a in &acts {
+                let s = m.after(w, a);
+                if seen.insert(s.clone()) {
+                    next.push(s);
+                }
+            }
+        }
+        eprintln!("depth {} : {} states", d + 1, next.len());
+        frontier = next;
+    }
+    for w in frontier.iter().step_by((frontier.len() / 8).max(1)).take(8) {
+        println!("{w:?}\n");
+    }
+}

@@ -1,0 +1,158 @@
+//! `watchdog` (Redisson style, article §5): acquire with
+//! `SET lock v NX PX <watchdog timeout>`; while the lock is held, a renewal
+//! timer inside the client process runs every TTL/3 and resets the TTL with
+//! the Lua compare-and-`PEXPIRE` script; the renewal is cancelled before the
+//! release, which is the Lua compare-and-delete script.
+//!
+//! The renewal runs on its own timer in the client process: a `slow`
+//! critical section does not stop it, a `pause` freezes it with everything
+//! else. As in Redisson, a renewal that finds the lock gone (reply 0) stops
+//! silently, and a renewal that times out is retried at the next period
+//! (Redisson >= 3.44).
+//!
+//! Buggy variants: `--renew-unchecked` renews with a plain `PEXPIRE` (no
+//! ownership check); `--no-cancel` never cancels the renewal, so it outlives
+//! a finished or crashed business thread. `--renew-cap` stops renewing after
+//! that many ticks, the article's fallback against a stuck holder.
+
+use super::{Protocol, Service, redis_client as rc};
+use crate::client::{Ctx, ignore};
+use crate::ev;
+use crate::faults::FaultKind;
+use crate::world::{Chan, Cmd, Phase, Reply, WdState};
+use locklab_traces::EventKind;
+
+/// Faults a single Redis with watchdog clients can suffer.
+pub const FAULTS: &[FaultKind] = super::SINGLE_REDIS_FAULTS;
+
+pub struct Watchdog;
+
+/// The renewal timer fired: send one renewal for the value it guards.
+pub fn renew(x: &mut Ctx, c: u8) {
+    let Some(mut wd) = x.w.clients[c as usize].wd else { return };
+    let ttl = x.m.params.ttl;
+    let cmd = if x.m.params.renew_unchecked {
+        Cmd::PExpire { ttl }
+    } else {
+        Cmd::Renew { val: wd.val, ttl }
+    };
+    let s = x.w.primary();
+    x.send(c, s, Chan::Watchdog, cmd);
+    wd.state = WdState::Waiting(x.m.params.timeout);
+    if x.m.params.renew_cap.is_some() {
+        wd.renewals += 1;
+    }
+    x.w.clients[c as usize].wd = Some(wd);
+}
+
+/// A renewal reply arrived.
+pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
+    let Some(mut wd) = x.w.clients[c as usize].wd else {
+        return ignore(x, c, reply);
+    };
+    if reply != Reply::Int(1) {
+        x.w.clients[c as usize].wd = None;
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "renewal found the lock gone: the watchdog stops, silently (the business thread is not told)"
+        );
+        return;
+    }
+    let every = x.m.params.renew_every;
+    let capped = x
+        .m
+        .params
+        .renew_cap
+        .is_some_and(|cap| wd.renewals as u64 * every as u64 >= cap as u64);
+    if capped {
+        x.w.clients[c as usize].wd = None;
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "renewed; the renewal cap is reached, the watchdog stops"
+        );
+    } else {
+        wd.state = WdState::Sleeping(every);
+        x.w.clients[c as usize].wd = Some(wd);
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "renewed; next renewal in {every}"
+        );
+    }
+}
+
+/// A renewal timed out: try again at the next period.
+pub fn on_renew_timeout(x: &mut Ctx, c: u8) {
+    let every = x.m.params.renew_every;
+    if let Some(wd) = &mut x.w.clients[c as usize].wd {
+        wd.state = WdState::Sleeping(every);
+    }
+    ev!(
+        x.log,
+        EventKind::Renew,
+        x.w.client_name(c),
+        None,
+        "renewal timed out; retries in {every}"
+    );
+}
+
+/// The acquire/release rules shared with `replicated`.
+pub fn on_reply(x: &mut Ctx, c: u8, reply: Reply) {
+    match x.phase(c) {
+        Phase::Acquire(0) => rc::on_set_reply(x, c, reply),
+        Phase::Release(0) => x.finish_round(c),
+        _ => ignore(x, c, reply),
+    }
+}
+
+pub fn start_release(x: &mut Ctx, c: u8) {
+    let val = x.val(c);
+    rc::release_with(x, c, Cmd::Cad { val }, 0);
+}
+
+impl Protocol for Watchdog {
+    fn name(&self) -> &'static str {
+        "watchdog"
+    }
+    fn summary(&self) -> &'static str {
+        "SET NX PX, renewed every TTL/3 by Lua compare-and-PEXPIRE (Redisson), Lua release"
+    }
+    fn service(&self) -> Service {
+        Service::Single
+    }
+    fn faults(&self) -> &'static [FaultKind] {
+        FAULTS
+    }
+    fn has_watchdog(&self) -> bool {
+        true
+    }
+    fn start_acquire(&self, x: &mut Ctx, c: u8) {
+        rc::acquire_set_nx_px(x, c);
+    }
+    fn on_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
+        on_reply(x, c, reply);
+    }
+    fn on_timeout(&self, x: &mut Ctx, c: u8) {
+        rc::on_timeout_default(x, c);
+    }
+    fn start_release(&self, x: &mut Ctx, c: u8) {
+        start_release(x, c);
+    }
+    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
+        renew(x, c);
+    }
+    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
+        on_renewed(x, c, reply);
+    }
+    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
+        on_renew_timeout(x, c);
+    }
+}
