@@ -42,6 +42,9 @@ pub struct CheckArgs {
     /// Do not merge states that differ only by renaming clients or instances
     #[arg(long, help_heading = "Search")]
     pub no_symmetry: bool,
+    /// Worker threads [default: one per core]; the result does not depend on it
+    #[arg(long, value_name = "N", help_heading = "Search")]
+    pub threads: Option<usize>,
     /// Skip the search for the smallest sets of fault kinds that break each invariant
     #[arg(long, help_heading = "Search")]
     pub no_fault_analysis: bool,
@@ -172,6 +175,9 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             )));
         }
     }
+    if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
+        return Err(Failure::input("--threads must be between 1 and 256"));
+    }
     if args.max_states == Some(0) || args.max_depth == Some(0) {
         return Err(Failure::input(
             "--max-states and --max-depth must be at least 1",
@@ -182,6 +188,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         max_states: args.max_states,
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
+        threads: args.threads.unwrap_or(0),
     };
     let result = search(&m, &opts);
 

@@ -38,6 +38,10 @@ pub struct ModelArgs {
     /// [default: every kind the protocol's lock service can suffer]
     #[arg(long, value_name = "KINDS", help_heading = "Faults")]
     pub faults: Option<String>,
+    /// At most N faults in one execution, whatever their kinds, or `all` for
+    /// no cap beyond the per-kind budgets [default: 2]
+    #[arg(long, value_name = "N|all", help_heading = "Faults")]
+    pub max_faults: Option<String>,
     /// How many times a fault kind may strike, e.g. `pause=2,loss=1` [default: 1 each]
     #[arg(
         long,
@@ -204,6 +208,16 @@ impl ModelArgs {
             };
         }
         self.apply_faults(proto, &mut p)?;
+        if let Some(v) = &self.max_faults {
+            p.max_faults = match v.trim() {
+                "all" => None,
+                n => Some(n.parse::<u8>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    Failure::input(format!(
+                        "--max-faults {v:?}: expected a number of faults (at least 1) or 'all'"
+                    ))
+                })?),
+            };
+        }
         p.validate_for_search().map_err(|e| Failure::input(e.0))?;
         LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
     }

@@ -13,7 +13,7 @@ pub fn params_line(c: &Config) -> String {
             p.only
                 .is_none_or(|only| only.contains(&c.protocol.as_str()))
         })
-        .filter(|p| p.name != "clients" && p.name != "acquisitions")
+        .filter(|p| p.name != "clients" && p.name != "acquisitions" && p.name != "max-faults")
         .filter_map(|p| {
             let key = p.name;
             c.params.get(key).map(|v| match v {
@@ -28,13 +28,25 @@ pub fn params_line(c: &Config) -> String {
 
 pub fn faults_line(c: &Config) -> String {
     if c.faults.is_empty() {
-        "none".into()
-    } else {
-        c.faults
-            .iter()
-            .map(|(k, n)| format!("{k}={n}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        return "none".into();
+    }
+    let kinds = c
+        .faults
+        .iter()
+        .map(|(k, n)| {
+            if *n == 1 {
+                k.clone()
+            } else {
+                format!("{k}={n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    match c.params.get("max-faults").and_then(|v| v.as_u64()) {
+        Some(cap) => {
+            format!("at most {cap} per execution, of kinds {kinds} (budget 1 each unless shown)")
+        }
+        None => format!("{kinds} (budget 1 each unless shown; no cap on how many strike together)"),
     }
 }
 

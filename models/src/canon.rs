@@ -16,8 +16,12 @@
 
 use crate::model::LockModel;
 use crate::protocols::Service;
-use crate::world::{Body, Cmd, Msg, Node, ReplOp, Reply, Val, World};
+use crate::search::Fingerprinter;
+use crate::world::{
+    Body, Client, Cmd, Entry, Ghost, Msg, Node, RedisNode, ReplOp, Reply, Val, Watchdog, World,
+};
 use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
 
 /// Precomputed renamings for one model.
 pub struct Canon {
@@ -87,6 +91,199 @@ impl Canon {
         }
         best
     }
+}
+
+/// Canonical fingerprints without building canonical worlds: the world is
+/// hashed once per client renaming, with Redlock instances hashed as a
+/// sorted multiset of per-instance "columns" and messages as a sorted
+/// multiset, and the smallest hash wins. Two worlds get the same
+/// fingerprint exactly when some renaming maps one onto the other (up to
+/// 64-bit hash collisions). Every struct is destructured field by field,
+/// so adding a field to the state fails to compile here until it is hashed.
+impl Canon {
+    pub fn fingerprint(&self, w: &World) -> u64 {
+        if self.is_identity() {
+            return crate::search::fingerprint(w);
+        }
+        self.client_perms
+            .iter()
+            .map(|p| self.fingerprint_under(w, p))
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn fingerprint_under(&self, w: &World, p: &[u8]) -> u64 {
+        let World {
+            clients,
+            redis,
+            net,
+            resource,
+            faults_left,
+            ghost,
+        } = w;
+        let mut h = Fingerprinter::new();
+        // Clients in their new order.
+        let mut order = vec![0usize; clients.len()];
+        for (old, new) in p.iter().enumerate() {
+            order[*new as usize] = old;
+        }
+        for old in &order {
+            hash_client(&mut h, &clients[*old], p, !self.instances);
+        }
+        if self.instances {
+            // Each message concerns exactly one instance: hash it once, with
+            // that instance blanked, into the instance's column.
+            let mut per: Vec<Vec<u64>> = vec![Vec::new(); redis.len()];
+            for m in net.iter() {
+                let s = match (m.from, m.to) {
+                    (Node::Redis(s), _) | (_, Node::Redis(s)) => s,
+                    _ => continue,
+                };
+                per[s as usize].push(msg_hash(m, p, Some(s)));
+            }
+            let mut cols: Vec<u64> = per
+                .iter_mut()
+                .enumerate()
+                .map(|(s, msgs)| column_under(w, s, p, &order, msgs))
+                .collect();
+            cols.sort_unstable();
+            cols.hash(&mut h);
+        } else {
+            for n in redis {
+                hash_node(&mut h, n, p);
+            }
+            let mut msgs: Vec<u64> = net.iter().map(|m| msg_hash(m, p, None)).collect();
+            msgs.sort_unstable();
+            msgs.hash(&mut h);
+        }
+        resource.hash(&mut h);
+        faults_left.hash(&mut h);
+        let Ghost {
+            foreign,
+            last_token,
+            token_regressed,
+        } = ghost;
+        foreign
+            .map(|(a, o, t)| (p[a as usize], p[o as usize], t))
+            .hash(&mut h);
+        last_token.hash(&mut h);
+        token_regressed.hash(&mut h);
+        h.finish()
+    }
+}
+
+fn hash_client(h: &mut Fingerprinter, c: &Client, p: &[u8], with_votes: bool) {
+    let Client {
+        alive,
+        paused,
+        phase,
+        timer,
+        round,
+        read,
+        token,
+        wd,
+        votes,
+        elapsed,
+        validity,
+    } = c;
+    (alive, paused, phase, timer, round, read, token).hash(h);
+    wd.map(|d| Watchdog {
+        val: map_val(d.val, p),
+        ..d
+    })
+    .hash(h);
+    if with_votes {
+        votes.hash(h);
+    }
+    (elapsed, validity).hash(h);
+}
+
+fn hash_node(h: &mut Fingerprinter, n: &RedisNode, p: &[u8]) {
+    let RedisNode {
+        status,
+        role,
+        lock,
+        counter,
+        clock,
+        backlog,
+    } = n;
+    (status, role).hash(h);
+    lock.map(|e| Entry {
+        val: map_val(e.val, p),
+        ttl: e.ttl,
+    })
+    .hash(h);
+    (counter, clock).hash(h);
+    backlog.len().hash(h);
+    for op in backlog {
+        match op {
+            ReplOp::Set(e) => ReplOp::Set(Entry {
+                val: map_val(e.val, p),
+                ttl: e.ttl,
+            })
+            .hash(h),
+            other => other.hash(h),
+        }
+    }
+}
+
+/// A message's hash with clients renamed by `p` and, if given, instance
+/// `blank` replaced by a placeholder. Packed by hand: this runs for every
+/// message of every successor.
+fn msg_hash(m: &Msg, p: &[u8], blank: Option<u8>) -> u64 {
+    let Msg {
+        from,
+        to,
+        chan,
+        body,
+        held,
+        orphan,
+    } = *m;
+    let node = |n: Node| -> u64 {
+        match n {
+            Node::Client(c) => 0x100 | p[c as usize] as u64,
+            Node::Redis(s) if Some(s) == blank => 0x2ff,
+            Node::Redis(s) => 0x200 | s as u64,
+        }
+    };
+    let val = |v: Val| -> u64 { ((p[v.client as usize] as u64) << 8) | v.round as u64 };
+    let (tag, a, b): (u64, u64, u64) = match body {
+        Body::Req(Cmd::SetNxPx { val: v, ttl }) => (1, val(v), ttl as u64),
+        Body::Req(Cmd::SetNx { val: v }) => (2, val(v), 0),
+        Body::Req(Cmd::Expire { ttl }) => (3, 0, ttl as u64),
+        Body::Req(Cmd::Get) => (4, 0, 0),
+        Body::Req(Cmd::Del) => (5, 0, 0),
+        Body::Req(Cmd::Cad { val: v }) => (6, val(v), 0),
+        Body::Req(Cmd::Renew { val: v, ttl }) => (7, val(v), ttl as u64),
+        Body::Req(Cmd::PExpire { ttl }) => (8, 0, ttl as u64),
+        Body::Req(Cmd::FencedSet { val: v, ttl }) => (9, val(v), ttl as u64),
+        Body::Reply(Reply::Ok) => (10, 0, 0),
+        Body::Reply(Reply::Nil) => (11, 0, 0),
+        Body::Reply(Reply::Int(i)) => (12, i as u64, 0),
+        Body::Reply(Reply::Val(v)) => (13, val(v), 0),
+        Body::Reply(Reply::Token(t)) => (14, t as u64, 0),
+    };
+    let w0 = node(from) | node(to) << 12 | (chan as u64) << 24 | tag << 28 | (orphan as u64) << 36;
+    let w1 = a | b << 24;
+    let w2 = held.map_or(0, |k| k as u64 + 1);
+    let mut h = Fingerprinter::new();
+    h.write_u64(w0);
+    h.write_u64(w1);
+    h.write_u64(w2);
+    h.finish()
+}
+
+/// Everything that concerns instance `s`, under client renaming `p`;
+/// `msgs` holds the hashes of its messages.
+fn column_under(w: &World, s: usize, p: &[u8], order: &[usize], msgs: &mut [u64]) -> u64 {
+    let mut h = Fingerprinter::new();
+    hash_node(&mut h, &w.redis[s], p);
+    for old in order {
+        w.clients[*old].votes.get(s).hash(&mut h);
+    }
+    msgs.sort_unstable();
+    msgs.hash(&mut h);
+    h.finish()
 }
 
 fn map_val(v: Val, p: &[u8]) -> Val {

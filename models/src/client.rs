@@ -82,12 +82,9 @@ impl Ctx<'_> {
             return false;
         }
         let me = Node::Client(c);
-        if let Some(m) = self
-            .w
-            .net
-            .iter_mut()
-            .find(|m| m.from == me && m.to == Node::Redis(s) && m.body == Body::Req(cmd) && !m.orphan)
-        {
+        if let Some(m) = self.w.net.iter_mut().find(|m| {
+            m.from == me && m.to == Node::Redis(s) && m.body == Body::Req(cmd) && !m.orphan
+        }) {
             m.orphan = true;
         }
         self.w.net.sort();
@@ -254,10 +251,17 @@ pub fn step(x: &mut Ctx, c: u8) {
 /// still waits for (so its gathering step is due now).
 pub fn gather_ready(w: &World, c: usize) -> bool {
     let cl = &w.clients[c];
-    if !cl.alive || cl.paused.is_some() || !matches!(cl.phase, Phase::Acquire(_) | Phase::Release(_)) {
+    if !cl.alive
+        || cl.paused.is_some()
+        || !matches!(cl.phase, Phase::Acquire(_) | Phase::Release(_))
+    {
         return false;
     }
-    let waiting = cl.votes.iter().filter(|v| **v == crate::world::Vote::Pending).count();
+    let waiting = cl
+        .votes
+        .iter()
+        .filter(|v| **v == crate::world::Vote::Pending)
+        .count();
     let arrived = w
         .net
         .iter()
@@ -368,7 +372,12 @@ pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
             cl.paused = crate::world::count_down(p);
             if cl.paused.is_none() && name_needed {
                 let n = w.client_name(i as u8);
-                log.push(EventKind::Fault, n, None, "resumes: the pause is over".into());
+                log.push(
+                    EventKind::Fault,
+                    n,
+                    None,
+                    "resumes: the pause is over".into(),
+                );
             }
         }
     }

@@ -119,6 +119,12 @@ impl Budgets {
     }
 }
 
+/// How many faults `w` has seen so far (its budgets say).
+pub fn used(m: &LockModel, w: &World) -> u32 {
+    let total: u32 = m.params.faults.0.iter().map(|b| *b as u32).sum();
+    total - w.faults_left.0.iter().map(|b| *b as u32).sum::<u32>()
+}
+
 /// The fault kind an action spends, if it is a fault.
 pub fn kind_of(a: &Action) -> Option<FaultKind> {
     match a {
@@ -136,7 +142,11 @@ pub fn kind_of(a: &Action) -> Option<FaultKind> {
 
 /// Appends the fault (and fault-ending) actions enabled in `w`.
 pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
-    let left = |k: FaultKind| w.faults_left.get(k) > 0;
+    let capped = m
+        .params
+        .max_faults
+        .is_some_and(|cap| used(m, w) >= cap as u32);
+    let left = |k: FaultKind| w.faults_left.get(k) > 0 && !capped;
     // The end of a pause and of a slow critical section are not faults but
     // the environment choosing when they end; they cost no budget.
     for (i, c) in w.clients.iter().enumerate() {
@@ -217,7 +227,9 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
         match m.proto.service() {
             Service::Replicated => {
                 if w.can_fail_over() {
-                    out.push(Action::Failover { server: w.primary() });
+                    out.push(Action::Failover {
+                        server: w.primary(),
+                    });
                 }
             }
             Service::Instances => {
@@ -279,7 +291,8 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
                 w.client_name(client),
                 None,
                 "PAUSED (GC / VM freeze{}); it will not notice",
-                max.map(|k| format!(", up to {k} ticks")).unwrap_or_default()
+                max.map(|k| format!(", up to {k} ticks"))
+                    .unwrap_or_default()
             );
         }
         Action::Slow { client } => {

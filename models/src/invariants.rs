@@ -142,7 +142,7 @@ impl Invariant {
 /// A lock entry on a serving primary whose owner will never release it and
 /// that will never expire: its owner crashed, finished, or moved on, and the
 /// entry has no expiry or a watchdog keeps renewing it.
-fn orphan(_m: &LockModel, w: &World) -> Option<String> {
+fn orphan(m: &LockModel, w: &World) -> Option<String> {
     for (i, s) in w.redis.iter().enumerate() {
         if s.role != Role::Primary || s.is_dead() {
             continue;
@@ -153,7 +153,8 @@ fn orphan(_m: &LockModel, w: &World) -> Option<String> {
         if !abandoned {
             continue;
         }
-        let renewed = owner.wd.is_some_and(|d| d.val == e.val);
+        // A capped watchdog stops renewing by itself: the entry then expires.
+        let renewed = owner.wd.is_some_and(|d| d.val == e.val) && m.params.renew_cap.is_none();
         let forever = e.ttl == Ttl::Never || renewed;
         if forever {
             let who = w.client_name(e.val.client);

@@ -12,6 +12,11 @@
 //! deduplicates on the fingerprint of the symmetry representative but
 //! stores real successors, so paths replay exactly.
 //!
+//! Each level is expanded by worker threads in chunks (successor
+//! generation and canonical fingerprints are the cost) and merged in
+//! frontier order by one thread, so the result is the same for any number
+//! of threads.
+//!
 //! Memory: one 64-bit fingerprint and one parent link per distinct state,
 //! plus the states of the current and the next level.
 //! Fingerprints are hash-compacted (as in TLC and stateright): two distinct
@@ -23,8 +28,10 @@ use crate::canon::Canon;
 use crate::invariants::Invariant;
 use crate::model::LockModel;
 use crate::world::World;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What to search for and how far.
@@ -37,6 +44,9 @@ pub struct SearchOptions {
     pub max_depth: Option<u64>,
     /// Merge states that differ only by renaming clients/instances.
     pub symmetry: bool,
+    /// Worker threads expanding each level (0 = one per core). The result
+    /// is the same for any number.
+    pub threads: usize,
 }
 
 /// Why the search stopped.
@@ -93,7 +103,7 @@ impl Hasher for PassThrough {
     }
 }
 
-type Seen = HashMap<u64, u32, BuildHasherDefault<PassThrough>>;
+type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
 
 /// A fast fingerprinting hasher: two independent multiply-rotate lanes over
 /// every integer the derived `Hash` writes, combined through the MurmurHash3
@@ -181,63 +191,109 @@ pub fn fingerprint(w: &World) -> u64 {
 
 const ROOT: u32 = u32::MAX;
 
+/// States expanded between two merges: bounds the memory held by
+/// successors that are not yet deduplicated.
+const BATCH: usize = 1 << 12;
+/// States one worker takes at a time.
+const CHUNK: usize = 128;
+
+/// A successor found by a worker, not yet merged.
+struct Succ {
+    /// Index of its parent in the frontier.
+    from: usize,
+    /// Index of the action in the parent's enabled list.
+    action: u32,
+    fp: u64,
+    world: World,
+    /// Invariants (bits, in the order of the pending list) it violates.
+    violates: u32,
+}
+
+/// The number of worker threads to use.
+fn workers(requested: usize) -> usize {
+    if requested > 0 {
+        requested
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
 /// Runs the search.
 pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
-    let key = |w: &World| {
-        if canon.is_identity() {
-            fingerprint(w)
-        } else {
-            fingerprint(&canon.canonical(w))
-        }
-    };
-    let mut seen: Seen = HashMap::default();
+    let threads = workers(opts.threads);
+    let mut seen: Seen = HashSet::default();
     // parent[id] = (parent id, index of the action in the parent's enabled list)
     let mut parent: Vec<(u32, u32)> = Vec::new();
     let mut found: BTreeMap<Invariant, u32> = BTreeMap::new();
     let mut pending: Vec<Invariant> = opts.invariants.clone();
     let mut transitions = 0u64;
 
-    // Within one level, among states violating an invariant, keep the one
-    // that used the fewest faults (then the first met): the trace is
-    // shortest, and no more faulty than a shortest trace needs to be.
+    // Faults a state has used: within one level, among the states violating
+    // an invariant, the search keeps one that used the fewest (then the
+    // first met): the trace is shortest, and no more faulty than a shortest
+    // trace needs to be.
+    let total_budget: u32 = m.params.faults.0.iter().map(|b| *b as u32).sum();
     let used = |w: &World| -> u32 {
-        let total: u32 = m.params.faults.0.iter().map(|b| *b as u32).sum();
-        let left: u32 = w.faults_left.0.iter().map(|b| *b as u32).sum();
-        total - left
+        total_budget - w.faults_left.0.iter().map(|b| *b as u32).sum::<u32>()
     };
-    let check =
-        |w: &World, id: u32, pending: &[Invariant], cands: &mut BTreeMap<Invariant, (u32, u32)>| {
-            for inv in pending {
-                if !inv.holds(m, w) {
-                    let f = used(w);
-                    let better = cands.get(inv).is_none_or(|(bf, _)| f < *bf);
-                    if better {
-                        cands.insert(*inv, (f, id));
-                    }
-                }
-            }
-        };
-    let settle = |pending: &mut Vec<Invariant>,
-                  cands: &mut BTreeMap<Invariant, (u32, u32)>,
-                  found: &mut BTreeMap<Invariant, u32>| {
-        for (inv, (_, id)) in std::mem::take(cands) {
-            found.insert(inv, id);
-            pending.retain(|p| *p != inv);
-        }
+    let violated = |w: &World, pending: &[Invariant]| -> u32 {
+        pending
+            .iter()
+            .enumerate()
+            .filter(|(_, inv)| !inv.holds(m, w))
+            .fold(0, |acc, (i, _)| acc | 1 << i)
     };
-    let mut cands: BTreeMap<Invariant, (u32, u32)> = BTreeMap::new();
 
     let init = m.init();
-    seen.insert(key(&init), 0);
+    seen.insert(canon.fingerprint(&init));
     parent.push((ROOT, 0));
-    check(&init, 0, &pending, &mut cands);
-    settle(&mut pending, &mut cands, &mut found);
+    for (i, inv) in pending.clone().iter().enumerate() {
+        if violated(&init, &pending) & (1 << i) != 0 {
+            found.insert(*inv, 0);
+        }
+    }
+    pending.retain(|inv| !found.contains_key(inv));
     let mut frontier: Vec<(u32, World)> = vec![(0, init)];
     let mut depth = 0u64;
     let mut stop = Stop::Exhausted;
-    let mut actions = Vec::new();
+
+    // Expands frontier[lo..hi]; reads `seen` only.
+    let expand =
+        |frontier: &[(u32, World)], lo: usize, hi: usize, seen: &Seen, pending: &[Invariant]| {
+            let mut out = Vec::new();
+            let mut actions = Vec::new();
+            let mut count = 0u64;
+            // Duplicates within the chunk are common (diamonds): drop them here.
+            let mut local: Seen = HashSet::default();
+            for (k, (_, w)) in frontier[lo..hi].iter().enumerate() {
+                m.enabled(w, &mut actions);
+                for (ai, a) in actions.iter().enumerate() {
+                    count += 1;
+                    let succ = m.after(w, a);
+                    // A fault that changed nothing but its own budget leads to a
+                    // state its predecessor dominates (same world, more budget):
+                    // nothing new is reachable from it.
+                    if crate::faults::kind_of(a).is_some() && succ.same_but_budget(w) {
+                        continue;
+                    }
+                    let fp = canon.fingerprint(&succ);
+                    if seen.contains(&fp) || !local.insert(fp) {
+                        continue;
+                    }
+                    let violates = violated(&succ, pending);
+                    out.push(Succ {
+                        from: lo + k,
+                        action: ai as u32,
+                        fp,
+                        world: succ,
+                        violates,
+                    });
+                }
+            }
+            (out, count)
+        };
 
     'levels: while !frontier.is_empty() {
         if pending.is_empty() {
@@ -246,53 +302,89 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
         }
         if opts.max_depth.is_some_and(|d| depth >= d) {
             // Is there anything beyond the bound?
-            for (_, w) in &frontier {
-                m.enabled(w, &mut actions);
-                for a in &actions {
-                    if !seen.contains_key(&key(&m.after(w, a))) {
-                        stop = Stop::MaxDepth;
-                        break 'levels;
-                    }
-                }
+            let (beyond, _) = expand(&frontier, 0, frontier.len(), &seen, &[]);
+            if !beyond.is_empty() {
+                stop = Stop::MaxDepth;
             }
             break;
         }
         let mut next: Vec<(u32, World)> = Vec::new();
-        for (id, w) in &frontier {
-            m.enabled(w, &mut actions);
-            for (ai, a) in actions.iter().enumerate() {
-                transitions += 1;
-                let succ = m.after(w, a);
-                // A fault that changed nothing but its own budget leads to a
-                // state its predecessor dominates (same world, more budget):
-                // nothing new is reachable from it.
-                if crate::faults::kind_of(a).is_some() && succ.same_but_budget(w) {
-                    continue;
-                }
-                let nid = parent.len() as u32;
-                match seen.entry(key(&succ)) {
-                    std::collections::hash_map::Entry::Occupied(_) => continue,
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(nid);
+        // (faults used, state id) of the best violation of each pending invariant on this level
+        let mut cands: Vec<Option<(u32, u32)>> = vec![None; pending.len()];
+        let mut lo = 0;
+        while lo < frontier.len() {
+            let hi = (lo + BATCH).min(frontier.len());
+            let batch: Vec<(Vec<Succ>, u64)> = if threads <= 1 || hi - lo <= CHUNK {
+                vec![expand(&frontier, lo, hi, &seen, &pending)]
+            } else {
+                let chunks: Vec<(usize, usize)> = (lo..hi)
+                    .step_by(CHUNK)
+                    .map(|a| (a, (a + CHUNK).min(hi)))
+                    .collect();
+                let next_chunk = AtomicUsize::new(0);
+                let slots: Vec<OnceLock<(Vec<Succ>, u64)>> =
+                    (0..chunks.len()).map(|_| OnceLock::new()).collect();
+                std::thread::scope(|scope| {
+                    for _ in 0..threads {
+                        scope.spawn(|| {
+                            loop {
+                                let c = next_chunk.fetch_add(1, Ordering::Relaxed);
+                                let Some((a, b)) = chunks.get(c) else { break };
+                                let _ = slots[c].set(expand(&frontier, *a, *b, &seen, &pending));
+                            }
+                        });
+                    }
+                });
+                slots.into_iter().filter_map(|s| s.into_inner()).collect()
+            };
+            // Merge in frontier order, so the result does not depend on
+            // the number of threads.
+            transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
+            for (succs, _) in batch {
+                for s in succs {
+                    if !seen.insert(s.fp) {
+                        continue;
+                    }
+                    let nid = parent.len() as u32;
+                    parent.push((frontier[s.from].0, s.action));
+                    if s.violates != 0 {
+                        let f = used(&s.world);
+                        for (i, c) in cands.iter_mut().enumerate() {
+                            if s.violates & (1 << i) != 0 && c.is_none_or(|(bf, _)| f < bf) {
+                                *c = Some((f, nid));
+                            }
+                        }
+                    }
+                    next.push((nid, s.world));
+                    if opts
+                        .max_states
+                        .is_some_and(|max| parent.len() as u64 >= max)
+                    {
+                        stop = Stop::MaxStates;
+                        break;
                     }
                 }
-                parent.push((*id, ai as u32));
-                check(&succ, nid, &pending, &mut cands);
-                next.push((nid, succ));
-                if opts
-                    .max_states
-                    .is_some_and(|max| parent.len() as u64 >= max)
-                {
-                    depth += 1;
-                    stop = Stop::MaxStates;
-                    // Every shallower level was finished, so a violation
-                    // met on this one is still a shortest one.
-                    settle(&mut pending, &mut cands, &mut found);
-                    break 'levels;
+                if stop == Stop::MaxStates {
+                    break;
                 }
             }
+            if stop == Stop::MaxStates {
+                break;
+            }
+            lo = hi;
         }
-        settle(&mut pending, &mut cands, &mut found);
+        // Every shallower level was finished, so a violation met on this one
+        // is a shortest one (even if this level was cut short).
+        for (inv, c) in pending.iter().zip(&cands) {
+            if let Some((_, id)) = c {
+                found.insert(*inv, *id);
+            }
+        }
+        pending.retain(|inv| !found.contains_key(inv));
+        if stop == Stop::MaxStates {
+            depth += 1;
+            break 'levels;
+        }
         frontier = next;
         if !frontier.is_empty() {
             depth += 1;

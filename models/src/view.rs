@@ -81,7 +81,13 @@ pub fn message(w: &World, m: &crate::world::Msg) -> MessageView {
         from: w.node_name(m.from),
         to: w.node_name(m.to),
         text,
-        held: m.held.map(|h| if h == crate::world::OPEN { u64::MAX } else { h as u64 }),
+        held: m.held.map(|h| {
+            if h == crate::world::OPEN {
+                u64::MAX
+            } else {
+                h as u64
+            }
+        }),
     }
 }
 
@@ -126,7 +132,13 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
                 phase: phase_text(m, w, i),
                 holds: c.holds(),
                 alive: c.alive,
-                paused: c.paused.map(|p| if p == crate::world::OPEN { u64::MAX } else { p as u64 }),
+                paused: c.paused.map(|p| {
+                    if p == crate::world::OPEN {
+                        u64::MAX
+                    } else {
+                        p as u64
+                    }
+                }),
                 value: has_value.then(|| c.val(i as u8).text()),
                 token: c.token.map(|t| t as u64),
                 read: c.read.map(|r| r as u64),

@@ -95,6 +95,7 @@ fn counterexamples_are_shortest() {
                 max_states: None,
                 max_depth: Some(k - 1),
                 symmetry: true,
+                threads: 0,
             },
         );
         assert!(
@@ -111,6 +112,7 @@ fn counterexamples_are_shortest() {
                 max_states: None,
                 max_depth: None,
                 symmetry: false,
+                threads: 0,
             },
         );
         assert_eq!(

@@ -29,7 +29,9 @@ pub struct Watchdog;
 
 /// The renewal timer fired: send one renewal for the value it guards.
 pub fn renew(x: &mut Ctx, c: u8) {
-    let Some(mut wd) = x.w.clients[c as usize].wd else { return };
+    let Some(mut wd) = x.w.clients[c as usize].wd else {
+        return;
+    };
     let ttl = x.m.params.ttl;
     let cmd = if x.m.params.renew_unchecked {
         Cmd::PExpire { ttl }
@@ -62,11 +64,10 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
         return;
     }
     let every = x.m.params.renew_every;
-    let capped = x
-        .m
-        .params
-        .renew_cap
-        .is_some_and(|cap| wd.renewals as u64 * every as u64 >= cap as u64);
+    let capped =
+        x.m.params
+            .renew_cap
+            .is_some_and(|cap| wd.renewals as u64 * every as u64 >= cap as u64);
     if capped {
         x.w.clients[c as usize].wd = None;
         ev!(

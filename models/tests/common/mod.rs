@@ -18,6 +18,8 @@ pub fn model_with(protocol: &str, faults: &[FaultKind], f: impl FnOnce(&mut Para
     for k in faults {
         p.faults.set(*k, 1);
     }
+    // Tests name their faults; no cap on how many strike together.
+    p.max_faults = None;
     f(&mut p);
     LockModel::new(proto, p).expect("valid parameters")
 }
@@ -31,6 +33,7 @@ pub fn check(m: &LockModel, invs: &[Invariant]) -> SearchResult {
             max_states: None,
             max_depth: None,
             symmetry: true,
+            threads: 0,
         },
     )
 }
