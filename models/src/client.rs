@@ -136,11 +136,12 @@ impl Ctx<'_> {
     /// The lock is granted (with a fencing token, if the protocol has them):
     /// client `c` enters its critical section and reads the resource.
     pub fn enter_cs(&mut self, c: u8, token: Option<u16>) {
-        let work = self.m.params.work;
+        // Under open timing the environment says when the work is done.
+        let work = (!self.m.params.open_timing).then_some(self.m.params.work);
         {
             let cl = &mut self.w.clients[c as usize];
             cl.phase = Phase::Work;
-            cl.timer = Some(work);
+            cl.timer = work;
             cl.token = token;
         }
         let tok = token
@@ -295,10 +296,24 @@ pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
     got
 }
 
-/// A reply reaches client `c`.
+/// A reply reaches client `c`. A gathering client's reply lands in its
+/// socket buffer, where its gathering step will read it.
 pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
     let Node::Redis(s) = msg.from else { return };
     let Body::Reply(reply) = msg.body else { return };
+    if x.m.proto.gathers_replies() && msg.chan == Chan::Main {
+        ev!(
+            x.log,
+            EventKind::Note,
+            x.w.client_name(c),
+            Some(x.w.server_name(s)),
+            "the reply {} from {} arrives and waits to be read",
+            reply.text(),
+            x.w.server_name(s)
+        );
+        x.w.push_msg(Msg { held: None, ..msg });
+        return;
+    }
     ev!(
         x.log,
         EventKind::Receive,

@@ -353,8 +353,10 @@ pub fn deliverable(m: &LockModel, w: &World, msg: &crate::world::Msg) -> bool {
             let cl = &w.clients[c as usize];
             cl.paused.is_none()
                 && match msg.chan {
-                    // A gathering client reads its replies in its own step.
-                    Chan::Main => cl.alive && !m.proto.gathers_replies(),
+                    // A gathering client reads its replies in its own step;
+                    // a held reply to it can still arrive (into its socket
+                    // buffer) before its delay is up.
+                    Chan::Main => cl.alive && (!m.proto.gathers_replies() || msg.held.is_some()),
                     Chan::Watchdog => cl.wd.is_some(),
                 }
         }

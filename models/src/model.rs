@@ -100,9 +100,10 @@ impl LockModel {
                 out.push(Action::Watchdog { client: i as u8 });
             }
         }
+        let open = self.params.open_timing;
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if msg.held.is_none() && !dup && faults::deliverable(self, w, msg) {
+            if msg.held.is_none() && !open && !dup && faults::deliverable(self, w, msg) {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
@@ -126,7 +127,7 @@ impl LockModel {
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if msg.held.is_some() && !dup && faults::deliverable(self, w, msg) {
+            if (msg.held.is_some() || open) && !dup && faults::deliverable(self, w, msg) {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
@@ -164,7 +165,7 @@ impl LockModel {
             Action::Deliver { msg } => {
                 w.remove_msg(&msg);
                 match msg.to {
-                    Node::Redis(s) => redis::deliver(w, s, msg, log),
+                    Node::Redis(s) => redis::deliver(self, w, s, msg, log),
                     Node::Client(c) => client::deliver(&mut Ctx { m: self, w, log }, c, msg),
                 }
             }

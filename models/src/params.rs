@@ -106,6 +106,14 @@ pub struct Params {
     pub resource_check: ResourceCheck,
     /// How the resource compares tokens.
     pub token_rule: TokenRule,
+    /// The environment decides how long messages travel and how long
+    /// critical sections work (the simulator samples both): a message in
+    /// flight never forces time to wait for it, and work is open-ended until
+    /// a `Finish` step. The exhaustive checker leaves this off: there,
+    /// messages arrive at once and work takes `work` ticks, and only faults
+    /// stretch either.
+    #[serde(default)]
+    pub open_timing: bool,
 }
 
 impl Params {
@@ -145,6 +153,7 @@ impl Params {
             delayed_restart: false,
             resource_check: ResourceCheck::None,
             token_rule: TokenRule::Ge,
+            open_timing: false,
         }
     }
 

@@ -164,7 +164,7 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
 
 /// Delivers a request to server `s`: runs it and sends the reply back on
 /// the same connection (unless the sender has abandoned the request).
-pub fn deliver(w: &mut World, s: u8, msg: Msg, log: &mut Log) {
+pub fn deliver(m: &LockModel, w: &mut World, s: u8, msg: Msg, log: &mut Log) {
     let Node::Client(c) = msg.from else { return };
     let Body::Req(cmd) = msg.body else { return };
     let reply = execute(w, s, c, cmd);
@@ -189,12 +189,15 @@ pub fn deliver(w: &mut World, s: u8, msg: Msg, log: &mut Log) {
         );
         return;
     }
+    // Under open timing, a reply to a gathering client travels until the
+    // environment says it has arrived (a `Deliver` of the held reply).
+    let travelling = m.params.open_timing && m.proto.gathers_replies() && msg.chan == Chan::Main;
     w.push_msg(Msg {
         from: Node::Redis(s),
         to: Node::Client(c),
         chan: msg.chan,
         body: Body::Reply(reply),
-        held: None,
+        held: travelling.then_some(crate::world::OPEN),
         orphan: false,
     });
 }
