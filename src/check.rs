@@ -304,6 +304,8 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             complete: result.exhaustive(),
             bound_hit: bound_text(&result, &opts),
             seconds: result.elapsed.as_secs_f64(),
+            threads: result.threads as u64,
+            peak_memory_bytes: locklab_models::search::peak_memory_bytes(),
         },
         verdicts,
         traces,

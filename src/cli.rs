@@ -29,6 +29,8 @@ pub enum Command {
     /// Read trace files: render them, or check that they replay through the model
     #[command(subcommand)]
     Trace(crate::trace_cmd::TraceCommand),
+    /// Measure the search: states, states per second and memory per state on fixed configurations
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -76,6 +78,7 @@ pub fn run() -> i32 {
         }
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
+        Command::Bench(b) => crate::bench::run(b),
     };
     match result {
         Ok(code) => code,

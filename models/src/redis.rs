@@ -184,7 +184,7 @@ pub fn deliver(m: &LockModel, w: &mut World, s: u8, msg: Msg, log: &mut Log) {
             EventKind::Note,
             w.server_name(s),
             Some(w.client_name(c)),
-            "the reply goes nowhere: {} gave up on this request",
+            "the reply goes nowhere: {} is not waiting for it",
             w.client_name(c)
         );
         return;

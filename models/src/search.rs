@@ -76,6 +76,8 @@ pub struct SearchResult {
     pub depth: u64,
     pub stop: Stop,
     pub elapsed: Duration,
+    /// Worker threads used.
+    pub threads: usize,
 }
 
 impl SearchResult {
@@ -402,7 +404,16 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
         depth,
         stop,
         elapsed: start.elapsed(),
+        threads,
     }
+}
+
+/// Peak resident memory of this process so far (Linux: `VmHWM`).
+pub fn peak_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Rebuilds the action path to state `id` by following parent links back to

@@ -258,6 +258,12 @@ pub struct SearchSummary {
     /// Why the search stopped early, when it did.
     pub bound_hit: Option<String>,
     pub seconds: f64,
+    /// Worker threads that expanded the levels.
+    #[serde(default)]
+    pub threads: u64,
+    /// Peak resident memory of the process, when the platform reports it.
+    #[serde(default)]
+    pub peak_memory_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

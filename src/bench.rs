@@ -1,0 +1,126 @@
+//! `locklab bench`: the search's speed and memory on fixed configurations.
+//!
+//! Each configuration runs in a child process (`locklab check ... --format
+//! json`) so that its peak memory is its own; the child reports the search
+//! time, the states it stored and its peak resident memory.
+
+use crate::util::Failure;
+use clap::Args;
+use std::process::Command;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Also run Redlock with 3 faults per execution (about 2 minutes)
+    #[arg(long)]
+    pub heavy: bool,
+    /// Worker threads for each search [default: one per core]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+struct Case {
+    name: &'static str,
+    args: Vec<&'static str>,
+}
+
+fn cases(heavy: bool) -> Vec<Case> {
+    let mut v = vec![
+        Case {
+            name: "redlock, 3 instances, full check",
+            args: vec!["redlock", "--instances", "3"],
+        },
+        Case {
+            name: "redlock, 5 instances, full check",
+            args: vec!["redlock", "--instances", "5"],
+        },
+        Case {
+            name: "redlock, 5 instances, mutual_exclusion only",
+            args: vec!["redlock", "--invariants", "mutual_exclusion"],
+        },
+        Case {
+            name: "naive-del, full check",
+            args: vec!["naive-del"],
+        },
+        Case {
+            name: "lua-release, full check",
+            args: vec!["lua-release"],
+        },
+        Case {
+            name: "watchdog, full check",
+            args: vec!["watchdog"],
+        },
+        Case {
+            name: "replicated, full check",
+            args: vec!["replicated"],
+        },
+    ];
+    if heavy {
+        v.push(Case {
+            name: "redlock, 5 instances, full check, 3 faults",
+            args: vec!["redlock", "--max-faults", "3"],
+        });
+    }
+    v
+}
+
+pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::input(format!("cannot find the locklab executable: {e}")))?;
+    if args.threads == Some(0) {
+        return Err(Failure::input("--threads must be at least 1"));
+    }
+    println!(
+        "{:<46} {:>12} {:>9} {:>12} {:>10} {:>11} {:>8}",
+        "configuration", "states", "seconds", "states/s", "peak MB", "bytes/state", "threads"
+    );
+    for case in cases(args.heavy) {
+        let mut cmd = Command::new(&exe);
+        cmd.arg("check").args(&case.args).args([
+            "--format",
+            "json",
+            "--no-fault-analysis",
+            "--color",
+            "never",
+        ]);
+        if let Some(t) = args.threads {
+            cmd.args(["--threads", &t.to_string()]);
+        }
+        let out = cmd
+            .output()
+            .map_err(|e| Failure::input(format!("cannot run {}: {e}", exe.display())))?;
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).map_err(|e| Failure {
+                code: 70,
+                message: format!(
+                    "{}: the check printed no report ({e}): {}",
+                    case.name,
+                    String::from_utf8_lossy(&out.stderr)
+                ),
+            })?;
+        let s = &report["search"];
+        let states = s["states"].as_u64().unwrap_or(0);
+        let secs = s["seconds"].as_f64().unwrap_or(0.0);
+        let peak = s["peak_memory_bytes"].as_u64();
+        println!(
+            "{:<46} {:>12} {:>9.2} {:>12.0} {:>10} {:>11} {:>8}",
+            case.name,
+            states,
+            secs,
+            states as f64 / secs.max(1e-9),
+            peak.map_or("-".to_string(), |p| format!("{:.0}", p as f64 / 1e6)),
+            peak.map_or("-".to_string(), |p| format!(
+                "{:.0}",
+                p as f64 / states.max(1) as f64
+            )),
+            s["threads"].as_u64().unwrap_or(0),
+        );
+    }
+    println!();
+    println!(
+        "states = distinct symmetry-reduced states stored; bytes/state = peak resident memory / states"
+    );
+    println!(
+        "(the whole process: the fingerprint set, the parent links and the widest two levels of states)."
+    );
+    Ok(0)
+}
