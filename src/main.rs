@@ -11,7 +11,27 @@ mod report;
 mod trace_cmd;
 mod util;
 
+/// Die quietly on a closed pipe (`locklab list | head`), as Unix tools do,
+/// instead of panicking on the failed write.
+#[cfg(unix)]
+fn restore_sigpipe() {
+    unsafe extern "C" {
+        fn signal(signum: i32, handler: usize) -> usize;
+    }
+    const SIGPIPE: i32 = 13;
+    const SIG_DFL: usize = 0;
+    // SAFETY: resetting a signal to its default disposition at start-up,
+    // before any thread exists.
+    unsafe {
+        signal(SIGPIPE, SIG_DFL);
+    }
+}
+
+#[cfg(not(unix))]
+fn restore_sigpipe() {}
+
 fn main() {
+    restore_sigpipe();
     let code = cli::run();
     std::process::exit(code);
 }

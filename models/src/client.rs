@@ -352,25 +352,26 @@ pub fn watchdog_due(w: &World, c: usize) -> bool {
         )
 }
 
-/// One tick of true time for every client. A paused process does no work,
-/// but its timers keep running (they are deadlines, not work) and fire when
-/// it resumes.
-pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
+/// `n` ticks of true time for every client (never past a deadline). A
+/// paused process does no work, but its timers keep running (they are
+/// deadlines, not work) and fire when it resumes.
+pub fn tick(m: &LockModel, w: &mut World, n: Ticks, log: &mut Log) {
+    let by = n.min(STicks::MAX as Ticks) as STicks;
     for i in 0..w.clients.len() {
         let name_needed = log.enabled();
         let cl = &mut w.clients[i];
         let running = cl.alive && cl.paused.is_none();
         if cl.phase == Phase::Work {
             if running {
-                cl.timer = cl.timer.map(|t| t.saturating_sub(1));
+                cl.timer = cl.timer.map(|t| t.saturating_sub(n));
             }
         } else if cl.alive {
-            cl.timer = cl.timer.map(|t| t.saturating_sub(1));
+            cl.timer = cl.timer.map(|t| t.saturating_sub(n));
         }
         if let Some(wd) = &mut cl.wd {
             wd.state = match wd.state {
-                WdState::Sleeping(k) => WdState::Sleeping(k.saturating_sub(1)),
-                WdState::Waiting(k) => WdState::Waiting(k.saturating_sub(1)),
+                WdState::Sleeping(k) => WdState::Sleeping(k.saturating_sub(n)),
+                WdState::Waiting(k) => WdState::Waiting(k.saturating_sub(n)),
             };
         }
         // Redlock's clock readings move only while they mean something:
@@ -378,13 +379,13 @@ pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
         if m.proto.uses_client_clock() {
             let (lo, hi) = clock_bounds(m);
             match cl.phase {
-                Phase::Acquire(0) => cl.elapsed = (cl.elapsed + 1).min(hi),
-                Phase::Work | Phase::Write => cl.validity = (cl.validity - 1).max(lo),
+                Phase::Acquire(0) => cl.elapsed = cl.elapsed.saturating_add(by).min(hi),
+                Phase::Work | Phase::Write => cl.validity = cl.validity.saturating_sub(by).max(lo),
                 _ => {}
             }
         }
         if let Some(p) = cl.paused {
-            cl.paused = crate::world::count_down(p);
+            cl.paused = crate::world::count_down(p, n);
             if cl.paused.is_none() && name_needed {
                 let n = w.client_name(i as u8);
                 log.push(

@@ -92,6 +92,9 @@ impl FaultKind {
     }
 }
 
+/// A budget that never runs out.
+pub const UNLIMITED: u8 = u8::MAX;
+
 /// Remaining budget per fault kind. Part of the state: a fault used is a
 /// fault that cannot happen again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -107,8 +110,12 @@ impl Budgets {
     pub fn set(&mut self, k: FaultKind, n: u8) {
         self.0[k.index()] = n;
     }
+    /// Spends one fault of kind `k`; a budget of `UNLIMITED` never runs out
+    /// (the simulator draws faults by rate, not by budget).
     pub fn take(&mut self, k: FaultKind) {
-        self.0[k.index()] = self.0[k.index()].saturating_sub(1);
+        if self.0[k.index()] != UNLIMITED {
+            self.0[k.index()] = self.0[k.index()].saturating_sub(1);
+        }
     }
     /// Kinds with a non-zero budget.
     pub fn enabled(&self) -> Vec<FaultKind> {

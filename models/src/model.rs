@@ -142,15 +142,29 @@ impl LockModel {
         faults::enabled(self, w, out);
     }
 
-    /// Applies `a` to `w` in place. `a` must be enabled in `w`.
+    /// Whether `a` may be taken in `w`. Time may advance by any number of
+    /// ticks up to the next deadline (the search offers only 1 and the
+    /// whole way; the simulator stops wherever its own events fall).
+    pub fn allows(&self, w: &World, a: &Action) -> bool {
+        let mut enabled = Vec::new();
+        self.enabled(w, &mut enabled);
+        match a {
+            Action::Tick { ticks } => {
+                *ticks >= 1
+                    && enabled.contains(&Action::Tick { ticks: 1 })
+                    && self.next_deadline(w).is_none_or(|d| *ticks <= d)
+            }
+            _ => enabled.contains(a),
+        }
+    }
+
+    /// Applies `a` to `w` in place. `a` must be allowed in `w`.
     pub fn apply(&self, w: &mut World, a: &Action, log: &mut Log) {
         match *a {
             Action::Tick { ticks } => {
-                for _ in 0..ticks {
-                    redis::tick(self, w, log);
-                    client::tick(self, w, log);
-                    tick_network(w);
-                }
+                redis::tick(self, w, ticks, log);
+                client::tick(self, w, ticks, log);
+                tick_network(w, ticks);
                 crate::ev!(
                     log,
                     EventKind::Time,
@@ -204,13 +218,13 @@ impl LockModel {
 }
 
 /// Delay faults hold messages back for a bounded time.
-fn tick_network(w: &mut World) {
+fn tick_network(w: &mut World, n: Ticks) {
     let mut changed = false;
     for m in w.net.iter_mut() {
         if let Some(k) = m.held
             && k != crate::world::OPEN
         {
-            m.held = crate::world::count_down(k);
+            m.held = crate::world::count_down(k, n);
             changed = true;
         }
     }

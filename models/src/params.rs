@@ -333,6 +333,15 @@ fn range<T: PartialOrd + std::fmt::Display>(
 impl Params {
     /// Extra limits for exhaustive search (`check`, `explore`).
     pub fn validate_for_search(&self) -> Result<(), ConfigError> {
+        for k in FaultKind::ALL {
+            let b = self.faults.get(k);
+            if b > MAX_BUDGET {
+                return Err(ConfigError(format!(
+                    "--budget {}={b} is out of range: allowed 0..={MAX_BUDGET}",
+                    k.name()
+                )));
+            }
+        }
         for (name, v) in [
             ("ttl", self.ttl),
             ("work", self.work),
@@ -380,12 +389,6 @@ impl Params {
         }
         for k in FaultKind::ALL {
             let b = self.faults.get(k);
-            if b > MAX_BUDGET {
-                return Err(ConfigError(format!(
-                    "--budget {}={b} is out of range: allowed 0..={MAX_BUDGET}",
-                    k.name()
-                )));
-            }
             if b > 0 && !protocol.faults().contains(&k) {
                 let allowed: Vec<&str> = protocol.faults().iter().map(|f| f.name()).collect();
                 return Err(ConfigError(format!(

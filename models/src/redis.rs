@@ -277,29 +277,32 @@ fn shift(t: Ttl, by: STicks, floor: STicks) -> Ttl {
     }
 }
 
-/// One tick of true time on every server.
-pub fn tick(m: &LockModel, w: &mut World, log: &mut Log) {
+/// `n` ticks of true time on every server. `n` never passes a deadline
+/// (the model only lets time run up to the next one), so nothing can
+/// happen part-way and one step does the work of `n`.
+pub fn tick(m: &LockModel, w: &mut World, n: Ticks, log: &mut Log) {
     let floor = ttl_floor(m);
+    let by = n.min(STicks::MAX as Ticks) as STicks;
     for s in 0..w.redis.len() {
         match w.redis[s].status {
             Status::Dead => {}
             Status::Down(k) => {
-                if k <= 1 {
+                if k <= n {
                     come_up(w, s, log);
                 } else {
-                    w.redis[s].status = Status::Down(k - 1);
+                    w.redis[s].status = Status::Down(k - n);
                 }
             }
             Status::Up => {
                 let node = &mut w.redis[s];
                 if let Some(e) = &mut node.lock {
-                    // Primaries delete at -1; -2 never happens there.
-                    e.ttl = shift(e.ttl, 1, floor.min(-1));
+                    // A primary deletes the key as soon as it passes -1.
+                    e.ttl = shift(e.ttl, by, floor.min(-1));
                 }
                 for op in &mut node.backlog {
                     match op {
-                        ReplOp::Set(e) => e.ttl = shift(e.ttl, 1, floor),
-                        ReplOp::Expire(t) => *t = shift(*t, 1, floor),
+                        ReplOp::Set(e) => e.ttl = shift(e.ttl, by, floor),
+                        ReplOp::Expire(t) => *t = shift(*t, by, floor),
                         _ => {}
                     }
                 }

@@ -156,13 +156,11 @@ pub fn build(
     let parts = participants(m, &w);
     let mut time = 0u64;
     let mut steps = Vec::with_capacity(path.len());
-    let mut enabled = Vec::new();
     let mut used: Vec<FaultKind> = Vec::new();
     let mut first_violation = None;
     for (i, a) in path.iter().enumerate() {
         let index = i + 1;
-        m.enabled(&w, &mut enabled);
-        if !enabled.contains(a) {
+        if !m.allows(&w, a) {
             return Err(err(
                 Some(index),
                 format!("action {} is not enabled here", action_text(a)),

@@ -18,12 +18,12 @@ pub type STicks = i32;
 /// A pause or delay with no bound: it lasts until the environment ends it.
 pub const OPEN: Ticks = Ticks::MAX;
 
-/// One tick off a pause or delay counter; `None` once it is over.
-pub fn count_down(k: Ticks) -> Option<Ticks> {
+/// `n` ticks off a pause or delay counter; `None` once it is over.
+pub fn count_down(k: Ticks, n: Ticks) -> Option<Ticks> {
     match k {
         OPEN => Some(OPEN),
-        0 | 1 => None,
-        k => Some(k - 1),
+        k if k <= n => None,
+        k => Some(k - n),
     }
 }
 use locklab_traces::{Event, EventKind};
