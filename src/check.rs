@@ -268,10 +268,17 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
-                note: format!(
-                    "exhaustive: every one of {} states explored",
-                    crate::report::thousands(result.states)
-                ),
+                note: if inv == Invariant::NoLostUpdate && result.max_accepted_writes == 0 {
+                    format!(
+                        "VACUOUSLY: no execution gets a single write accepted (every one of {} states explored); the token check rejects the holders' own writes",
+                        crate::report::thousands(result.states)
+                    )
+                } else {
+                    format!(
+                        "exhaustive: every one of {} states explored",
+                        crate::report::thousands(result.states)
+                    )
+                },
             }),
             None => verdicts.push(Verdict {
                 invariant: inv.name().into(),
@@ -306,6 +313,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             seconds: result.elapsed.as_secs_f64(),
             threads: result.threads as u64,
             peak_memory_bytes: locklab_models::search::peak_memory_bytes(),
+            max_accepted_writes: result.max_accepted_writes as u64,
         },
         verdicts,
         traces,

@@ -73,7 +73,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
     pub jump: Option<u32>,
 
-    /// Watchdog: ticks between renewals [default: TTL/3]
+    /// Watchdog renewals / session heartbeats: ticks between them [default: TTL/3]
     #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
     pub renew_every: Option<u32>,
     /// Watchdog: stop renewing after this many ticks [default: never]
@@ -97,12 +97,15 @@ pub struct ModelArgs {
     /// A restarted Redis stays unavailable for TTL+1 ticks before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
-    /// Where the resource checks fencing tokens [default: none]
+    /// Where the resource checks fencing tokens [default: write for fencing and fencing-redis, none otherwise]
     #[arg(long, value_enum, help_heading = "Protocol knobs")]
     pub resource_check: Option<CheckOpt>,
     /// How the resource compares tokens: ge (token >= max) or gt (token > max) [default: ge]
     #[arg(long, value_enum, help_heading = "Protocol knobs")]
     pub token_rule: Option<RuleOpt>,
+    /// etcd 3.4: after waiting, return the lock without re-checking the own key
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub no_recheck: bool,
 }
 
 fn fault_names() -> Vec<&'static str> {
@@ -128,6 +131,7 @@ impl ModelArgs {
         add(self.delayed_restart, "delayed-restart");
         add(self.resource_check.is_some(), "resource-check");
         add(self.token_rule.is_some(), "token-rule");
+        add(self.no_recheck, "no-recheck");
         v
     }
 
@@ -187,6 +191,7 @@ impl ModelArgs {
         p.renew_unchecked = self.renew_unchecked;
         p.no_cancel = self.no_cancel;
         p.delayed_restart = self.delayed_restart;
+        p.no_recheck = self.no_recheck;
         if let Some(n) = self.instances {
             p.instances = n;
             p.quorum = n / 2 + 1;

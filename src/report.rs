@@ -62,6 +62,36 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// One sentence that separates what clients believe from what happened to
+/// the resource, for protocols that can keep the resource safe while
+/// beliefs overlap (fencing).
+fn belief_vs_resource(r: &CheckReport) -> Option<String> {
+    let status = |name: &str| {
+        r.verdicts
+            .iter()
+            .find(|v| v.invariant == name)
+            .map(|v| v.status.as_str())
+    };
+    let fenced = r
+        .config
+        .params
+        .get("resource-check")
+        .and_then(|v| v.as_str())
+        .is_some_and(|c| c != "none");
+    match (status("mutual_exclusion"), status("no_lost_update")) {
+        (Some("violated"), Some("holds")) if fenced && r.search.max_accepted_writes == 0 => Some(
+            "Belief vs resource: two clients can believe they hold the lock at once; the resource loses no update only because it accepts none: with this token rule a holder's own read raises the mark to its token and its write is then rejected.".into(),
+        ),
+        (Some("violated"), Some("holds")) if fenced => Some(
+            "Belief vs resource: two clients can believe they hold the lock at once, and the resource still stays correct: its token check turns away every stale write.".into(),
+        ),
+        (Some("violated"), Some("violated")) if fenced => Some(
+            "Belief vs resource: two clients can believe they hold the lock at once, and the token check does not save the resource: an update is lost anyway (see no_lost_update).".into(),
+        ),
+        _ => None,
+    }
+}
+
 pub fn render(r: &CheckReport, color: bool) -> String {
     let (bold, red, green, yellow, reset) = if color {
         ("\x1b[1m", "\x1b[1;31m", "\x1b[32m", "\x1b[33m", "\x1b[0m")
@@ -148,6 +178,10 @@ pub fn render(r: &CheckReport, color: bool) -> String {
             "  {:<w_inv$}  {:<w_cat$}  {verdict}  {faults}{}",
             v.invariant, v.category, v.note
         );
+    }
+    if let Some(s) = belief_vs_resource(r) {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "  {s}");
     }
     for t in &r.traces {
         let _ = writeln!(out);

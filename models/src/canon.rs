@@ -18,7 +18,8 @@ use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::search::Fingerprinter;
 use crate::world::{
-    Body, Client, Cmd, Entry, Ghost, Msg, Node, RedisNode, ReplOp, Reply, Val, Watchdog, World,
+    Body, Client, Cmd, Coord, CoordEntry, Entry, Ghost, Msg, Node, RedisNode, ReplOp, Reply, Val,
+    Watchdog, World,
 };
 use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
@@ -120,6 +121,7 @@ impl Canon {
             resource,
             faults_left,
             ghost,
+            coord,
         } = w;
         let mut h = Fingerprinter::new();
         // Clients in their new order.
@@ -168,6 +170,7 @@ impl Canon {
             .hash(&mut h);
         last_token.hash(&mut h);
         token_regressed.hash(&mut h);
+        rename_coord(coord, p, &order).hash(&mut h);
         h.finish()
     }
 }
@@ -244,6 +247,7 @@ fn msg_hash(m: &Msg, p: &[u8], blank: Option<u8>) -> u64 {
             Node::Client(c) => 0x100 | p[c as usize] as u64,
             Node::Redis(s) if Some(s) == blank => 0x2ff,
             Node::Redis(s) => 0x200 | s as u64,
+            Node::Service => 0x300,
         }
     };
     let val = |v: Val| -> u64 { ((p[v.client as usize] as u64) << 8) | v.round as u64 };
@@ -262,6 +266,23 @@ fn msg_hash(m: &Msg, p: &[u8], blank: Option<u8>) -> u64 {
         Body::Reply(Reply::Int(i)) => (12, i as u64, 0),
         Body::Reply(Reply::Val(v)) => (13, val(v), 0),
         Body::Reply(Reply::Token(t)) => (14, t as u64, 0),
+        Body::Req(Cmd::Lock { round }) => (15, round as u64, 0),
+        Body::Req(Cmd::Open) => (28, 0, 0),
+        Body::Req(Cmd::Create { round }) => (16, round as u64, 0),
+        Body::Req(Cmd::Txn { round }) => (17, round as u64, 0),
+        Body::Req(Cmd::Order { rev }) => (18, rev as u64, 0),
+        Body::Req(Cmd::Watch { rev }) => (19, rev as u64, 0),
+        Body::Req(Cmd::KeepAlive) => (20, 0, 0),
+        Body::Req(Cmd::Remove { rev }) => (21, rev as u64, 0),
+        Body::Reply(Reply::Busy) => (22, 0, 0),
+        Body::Reply(Reply::Place { rev, pred, mine }) => (
+            23,
+            rev as u64 | (mine as u64) << 16,
+            pred.map_or(0, |r| r as u64 + 1),
+        ),
+        Body::Reply(Reply::Exists(b)) => (25, b as u64, 0),
+        Body::Reply(Reply::Deleted(r)) => (26, r as u64, 0),
+        Body::Reply(Reply::Alive(b)) => (27, b as u64, 0),
     };
     let w0 = node(from) | node(to) << 12 | (chan as u64) << 24 | tag << 28 | (orphan as u64) << 36;
     let w1 = a | b << 24;
@@ -313,7 +334,18 @@ fn map_cmd(c: Cmd, p: &[u8]) -> Cmd {
             val: map_val(val, p),
             ttl,
         },
-        other @ (Cmd::Expire { .. } | Cmd::Get | Cmd::Del | Cmd::PExpire { .. }) => other,
+        other @ (Cmd::Expire { .. }
+        | Cmd::Get
+        | Cmd::Del
+        | Cmd::PExpire { .. }
+        | Cmd::Open
+        | Cmd::Lock { .. }
+        | Cmd::Create { .. }
+        | Cmd::Txn { .. }
+        | Cmd::Order { .. }
+        | Cmd::Watch { .. }
+        | Cmd::KeepAlive
+        | Cmd::Remove { .. }) => other,
     }
 }
 
@@ -329,6 +361,36 @@ fn map_node(n: Node, clients: &[u8], servers: Option<&[u8]>) -> Node {
     match n {
         Node::Client(c) => Node::Client(clients[c as usize]),
         Node::Redis(s) => Node::Redis(servers.map_or(s, |sp| sp[s as usize])),
+        Node::Service => Node::Service,
+    }
+}
+
+/// The consensus service with client `i` renamed to `p[i]`; `order[new]`
+/// is the old id of new client `new`.
+fn rename_coord(c: &Coord, p: &[u8], order: &[usize]) -> Coord {
+    let Coord {
+        rev,
+        sessions,
+        entries,
+        watches,
+    } = c;
+    let mut watches: Vec<(u8, u16)> = watches.iter().map(|(w, r)| (p[*w as usize], *r)).collect();
+    watches.sort_unstable();
+    Coord {
+        rev: *rev,
+        sessions: if sessions.is_empty() {
+            Vec::new()
+        } else {
+            order.iter().map(|old| sessions[*old]).collect()
+        },
+        entries: entries
+            .iter()
+            .map(|e| CoordEntry {
+                owner: p[e.owner as usize],
+                ..*e
+            })
+            .collect(),
+        watches,
     }
 }
 
@@ -373,6 +435,10 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
     if let Some((a, o, t)) = ghost.foreign {
         ghost.foreign = Some((p[a as usize], p[o as usize], t));
     }
+    let mut order = vec![0usize; p.len()];
+    for (old, new) in p.iter().enumerate() {
+        order[*new as usize] = old;
+    }
     World {
         clients,
         redis,
@@ -380,6 +446,7 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
         resource: w.resource,
         faults_left: w.faults_left,
         ghost,
+        coord: rename_coord(&w.coord, p, &order),
     }
 }
 
@@ -449,5 +516,6 @@ fn sort_instances(w: &World) -> World {
         resource: w.resource,
         faults_left: w.faults_left,
         ghost: w.ghost,
+        coord: w.coord.clone(),
     }
 }

@@ -44,14 +44,22 @@ impl Ctx<'_> {
     /// down refuses the connection: the request never leaves (returns false),
     /// and the client's timeout tells it.
     pub fn send(&mut self, c: u8, s: u8, chan: Chan, cmd: Cmd) -> bool {
-        if !self.w.redis[s as usize].is_up() {
+        self.send_to(c, Node::Redis(s), chan, cmd)
+    }
+
+    /// Sends `cmd` from client `c` to any node (a Redis server or the
+    /// consensus service, which is always up).
+    pub fn send_to(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd) -> bool {
+        if let Node::Redis(s) = to
+            && !self.w.redis[s as usize].is_up()
+        {
             ev!(
                 self.log,
                 EventKind::Note,
                 self.w.client_name(c),
-                Some(self.w.server_name(s)),
+                Some(self.w.node_name(to)),
                 "cannot reach {} (down): {}",
-                self.w.server_name(s),
+                self.w.node_name(to),
                 cmd.text()
             );
             return false;
@@ -60,13 +68,13 @@ impl Ctx<'_> {
             self.log,
             EventKind::Send,
             self.w.client_name(c),
-            Some(self.w.server_name(s)),
+            Some(self.w.node_name(to)),
             "{}",
             cmd.text()
         );
         self.w.push_msg(Msg {
             from: Node::Client(c),
-            to: Node::Redis(s),
+            to,
             chan,
             body: Body::Req(cmd),
             held: None,
@@ -299,17 +307,22 @@ pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
 /// A reply reaches client `c`. A gathering client's reply lands in its
 /// socket buffer, where its gathering step will read it.
 pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
-    let Node::Redis(s) = msg.from else { return };
+    // Protocols see a Redis server's index; the service has none.
+    let s = match msg.from {
+        Node::Redis(s) => s,
+        Node::Service => u8::MAX,
+        Node::Client(_) => return,
+    };
     let Body::Reply(reply) = msg.body else { return };
     if x.m.proto.gathers_replies() && msg.chan == Chan::Main {
         ev!(
             x.log,
             EventKind::Note,
             x.w.client_name(c),
-            Some(x.w.server_name(s)),
+            Some(x.w.node_name(msg.from)),
             "the reply {} from {} arrives and waits to be read",
             reply.text(),
-            x.w.server_name(s)
+            x.w.node_name(msg.from)
         );
         x.w.push_msg(Msg { held: None, ..msg });
         return;
@@ -318,7 +331,7 @@ pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
         x.log,
         EventKind::Receive,
         x.w.client_name(c),
-        Some(x.w.server_name(s)),
+        Some(x.w.node_name(msg.from)),
         "{}",
         reply.text()
     );

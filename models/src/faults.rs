@@ -246,7 +246,7 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
                     }
                 }
             }
-            Service::Single => {}
+            Service::Single | Service::Consensus => {}
         }
     }
 }
@@ -343,6 +343,8 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
         Action::ClockJump { node, by } => match node {
             Node::Redis(s) => crate::redis::clock_jump(m, w, s, by, log),
             Node::Client(c) => crate::client::clock_jump(m, w, c, by, log),
+            // Never offered: the service's clock is monotonic.
+            Node::Service => {}
         },
         Action::Crash { client } => crate::client::crash(m, w, client, log),
         Action::Restart { server } => crate::redis::restart(m, w, server, log),
@@ -356,6 +358,7 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
 pub fn deliverable(m: &LockModel, w: &World, msg: &crate::world::Msg) -> bool {
     match msg.to {
         Node::Redis(s) => w.redis[s as usize].is_up(),
+        Node::Service => true,
         Node::Client(c) => {
             let cl = &w.clients[c as usize];
             cl.paused.is_none()

@@ -17,6 +17,7 @@
 pub mod action;
 pub mod canon;
 pub mod client;
+pub mod coord;
 pub mod faults;
 pub mod invariants;
 pub mod model;

@@ -5,12 +5,13 @@
 
 use crate::action::Action;
 use crate::client::{self, Ctx};
+use crate::coord;
 use crate::faults;
 use crate::invariants::Invariant;
 use crate::params::{ConfigError, Params};
 use crate::protocols::{Protocol, Service};
 use crate::redis;
-use crate::world::{Client, Log, Node, Phase, RedisNode, Resource, Role, Ticks, World};
+use crate::world::{Client, Coord, Log, Node, Phase, RedisNode, Resource, Role, Ticks, World};
 use locklab_traces::EventKind;
 
 /// A protocol with its parameters.
@@ -58,6 +59,14 @@ impl LockModel {
             Service::Instances => {
                 vec![RedisNode::new(Role::Primary); self.params.instances as usize]
             }
+            Service::Consensus => Vec::new(),
+        };
+        let service = match self.proto.service() {
+            Service::Consensus => Coord {
+                sessions: vec![None; self.params.clients as usize],
+                ..Coord::default()
+            },
+            _ => Coord::default(),
         };
         World {
             clients: vec![Client::new(); self.params.clients as usize],
@@ -66,6 +75,7 @@ impl LockModel {
             resource: Resource::default(),
             faults_left: self.params.faults,
             ghost: Default::default(),
+            coord: service,
         }
     }
 
@@ -78,10 +88,15 @@ impl LockModel {
             .filter_map(|m| m.held)
             .filter(|k| *k > 0 && *k != crate::world::OPEN)
             .min();
-        [redis::next_deadline(w), client::next_deadline(w), held]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            redis::next_deadline(w),
+            coord::next_deadline(w),
+            client::next_deadline(w),
+            held,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The steps enabled in `w`, in a fixed order. Urgent steps come first;
@@ -163,6 +178,7 @@ impl LockModel {
         match *a {
             Action::Tick { ticks } => {
                 redis::tick(self, w, ticks, log);
+                coord::tick(self, w, ticks, log);
                 client::tick(self, w, ticks, log);
                 tick_network(w, ticks);
                 crate::ev!(
@@ -180,6 +196,7 @@ impl LockModel {
                 w.remove_msg(&msg);
                 match msg.to {
                     Node::Redis(s) => redis::deliver(self, w, s, msg, log),
+                    Node::Service => coord::deliver(self, w, msg, log),
                     Node::Client(c) => client::deliver(&mut Ctx { m: self, w, log }, c, msg),
                 }
             }

@@ -106,6 +106,10 @@ pub struct Params {
     pub resource_check: ResourceCheck,
     /// How the resource compares tokens.
     pub token_rule: TokenRule,
+    /// etcd 3.4: after waiting, return the lock without re-checking the
+    /// client's own key.
+    #[serde(default)]
+    pub no_recheck: bool,
     /// The environment decides how long messages travel and how long
     /// critical sections work (the simulator samples both): a message in
     /// flight never forces time to wait for it, and work is open-ended until
@@ -151,8 +155,9 @@ impl Params {
             // 0.01 * 30000 ms + 2 ms = 302 ms, rounded up to one tick.
             drift: 1,
             delayed_restart: false,
-            resource_check: ResourceCheck::None,
+            resource_check: protocol.default_resource_check(),
             token_rule: TokenRule::Ge,
+            no_recheck: false,
             open_timing: false,
         }
     }
@@ -190,6 +195,15 @@ pub struct ParamInfo {
 }
 
 const WATCHDOG_FAMILY: &[&str] = &["watchdog", "replicated", "fencing-redis"];
+const RENEWING: &[&str] = &[
+    "watchdog",
+    "replicated",
+    "fencing-redis",
+    "fencing",
+    "zookeeper",
+    "etcd",
+];
+const ETCD: &[&str] = &["etcd"];
 const REDLOCK: &[&str] = &["redlock"];
 const RESTARTABLE: &[&str] = &[
     "setnx-expire",
@@ -253,7 +267,7 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "renew-every",
         help: "ticks between watchdog renewals",
-        only: Some(WATCHDOG_FAMILY),
+        only: Some(RENEWING),
     },
     ParamInfo {
         name: "renew-cap",
@@ -299,6 +313,11 @@ pub const PARAMS: &[ParamInfo] = &[
         name: "token-rule",
         help: "how the resource compares tokens",
         only: Some(FENCED),
+    },
+    ParamInfo {
+        name: "no-recheck",
+        help: "etcd 3.4: return the lock after waiting without re-checking the own key",
+        only: Some(ETCD),
     },
 ];
 

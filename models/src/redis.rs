@@ -149,16 +149,19 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
                 let token = w.redis[si].counter;
                 replicate_later(w, si, ReplOp::Set(e));
                 replicate_later(w, si, ReplOp::Incr);
-                if let Some(last) = w.ghost.last_token
-                    && token <= last
-                    && w.ghost.token_regressed.is_none()
-                {
-                    w.ghost.token_regressed = Some((token, last));
-                }
-                w.ghost.last_token = Some(w.ghost.last_token.map_or(token, |l| l.max(token)));
+                w.issue_token(token);
                 Reply::Token(token)
             }
         },
+        // The consensus service's requests never reach Redis.
+        Cmd::Open
+        | Cmd::Lock { .. }
+        | Cmd::Create { .. }
+        | Cmd::Txn { .. }
+        | Cmd::Order { .. }
+        | Cmd::Watch { .. }
+        | Cmd::KeepAlive
+        | Cmd::Remove { .. } => Reply::Nil,
     }
 }
 

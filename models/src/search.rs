@@ -78,6 +78,10 @@ pub struct SearchResult {
     pub elapsed: Duration,
     /// Worker threads used.
     pub threads: usize,
+    /// The most writes the resource accepted in any state reached: 0 means
+    /// no execution ever got a write through, so "no update was lost"
+    /// would hold vacuously.
+    pub max_accepted_writes: u8,
 }
 
 impl SearchResult {
@@ -249,6 +253,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
     };
 
     let init = m.init();
+    let mut max_accepted_writes = init.resource.accepted;
     seen.insert(canon.fingerprint(&init));
     parent.push((ROOT, 0));
     for (i, inv) in pending.clone().iter().enumerate() {
@@ -349,6 +354,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
                     }
                     let nid = parent.len() as u32;
                     parent.push((frontier[s.from].0, s.action));
+                    max_accepted_writes = max_accepted_writes.max(s.world.resource.accepted);
                     if s.violates != 0 {
                         let f = used(&s.world);
                         for (i, c) in cands.iter_mut().enumerate() {
@@ -405,6 +411,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
         stop,
         elapsed: start.elapsed(),
         threads,
+        max_accepted_writes,
     }
 }
 

@@ -61,6 +61,13 @@ pub fn participants(m: &LockModel, w: &World) -> Vec<Participant> {
             label: role.into(),
         });
     }
+    if m.proto.service() == Service::Consensus {
+        v.push(Participant {
+            id: "service".into(),
+            kind: "service".into(),
+            label: m.proto.service_label().into(),
+        });
+    }
     v.push(Participant {
         id: "resource".into(),
         kind: "resource".into(),
@@ -114,6 +121,7 @@ impl Clocks {
             match node {
                 crate::world::Node::Client(c) => self.clients[c as usize] += by as i64,
                 crate::world::Node::Redis(s) => self.servers[s as usize] += by as i64,
+                crate::world::Node::Service => {}
             }
         }
     }
@@ -155,7 +163,7 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
             }
         })
         .collect();
-    let servers = w
+    let servers: Vec<ServerView> = w
         .redis
         .iter()
         .enumerate()
@@ -197,9 +205,50 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
                 clock_offset: clocks.servers.get(i).copied().unwrap_or(0),
                 entries,
                 unreplicated: s.backlog.iter().map(|op| op_text(*op)).collect(),
+                watches: Vec::new(),
             }
         })
         .collect();
+    let mut servers: Vec<ServerView> = servers;
+    if m.proto.service() == Service::Consensus {
+        let c = &w.coord;
+        let session_ttl = |owner: u8| c.sessions.get(owner as usize).copied().flatten();
+        let mut entries: Vec<EntryView> = c
+            .entries
+            .iter()
+            .map(|e| EntryView {
+                key: "lock".into(),
+                value: format!("{} #{}", w.client_name(e.owner), e.rev),
+                owner: Some(w.client_name(e.owner)),
+                ttl: session_ttl(e.owner).map(|t| t as i64),
+                expired: false,
+            })
+            .collect();
+        for (i, s) in c.sessions.iter().enumerate() {
+            if let Some(t) = s {
+                entries.push(EntryView {
+                    key: "session".into(),
+                    value: w.client_name(i as u8),
+                    owner: Some(w.client_name(i as u8)),
+                    ttl: Some(*t as i64),
+                    expired: false,
+                });
+            }
+        }
+        servers.push(ServerView {
+            id: "service".into(),
+            role: "leader".into(),
+            status: format!("up (revision {})", c.rev),
+            clock_offset: 0,
+            entries,
+            unreplicated: Vec::new(),
+            watches: c
+                .watches
+                .iter()
+                .map(|(who, rev)| format!("{} watches #{rev}", w.client_name(*who)))
+                .collect(),
+        });
+    }
     StateView {
         time,
         clients,

@@ -35,6 +35,8 @@ use serde::{Deserialize, Serialize};
 pub enum Node {
     Client(u8),
     Redis(u8),
+    /// The consensus-backed lock service (ZooKeeper / etcd ensemble).
+    Service,
 }
 
 /// A lock value: the ownership proof of one acquisition (`c1#1` = client 1's
@@ -84,6 +86,27 @@ pub enum Cmd {
     PExpire { ttl: Ticks },
     /// `EVAL "if SET NX PX ok then return INCR token"` (fenced acquire)
     FencedSet { val: Val, ttl: Ticks },
+    /// Consensus service: open a session (ZooKeeper connect, etcd
+    /// `LeaseGrant`).
+    Open,
+    /// Consensus service: take the lock if free, with a fresh token
+    /// (`fencing`).
+    Lock { round: u8 },
+    /// ZooKeeper: create an ephemeral sequential node (idempotent per
+    /// acquisition, as Curator's protected mode finds its own node).
+    Create { round: u8 },
+    /// etcd: `Txn(If CreateRevision(myKey) == 0 Then Put(myKey, lease))`
+    /// plus `Get(prefix, FirstCreate)`, one atomic transaction.
+    Txn { round: u8 },
+    /// Where does entry `rev` stand? (ZooKeeper `getChildren`; etcd's
+    /// `waitDeletes` query and, unless disabled, the post-wait `Get(myKey)`.)
+    Order { rev: u16 },
+    /// Watch entry `rev` for deletion (ZooKeeper `exists` with a watch, etcd watch).
+    Watch { rev: u16 },
+    /// Session ping / lease keepalive.
+    KeepAlive,
+    /// Delete the caller's entry `rev` and close its session / revoke its lease.
+    Remove { rev: u16 },
 }
 
 impl Cmd {
@@ -102,6 +125,16 @@ impl Cmd {
             Cmd::FencedSet { val, ttl } => {
                 format!("EVAL SET lock {} NX PX {ttl} + INCR token", val.text())
             }
+            Cmd::Open => "open session / grant lease".into(),
+            Cmd::Lock { .. } => "LOCK".into(),
+            Cmd::Create { .. } => "create /lock/node- EPHEMERAL|SEQUENTIAL".into(),
+            Cmd::Txn { .. } => {
+                "Txn(create_revision(myKey)==0 ? put myKey : get) + Get(owner)".into()
+            }
+            Cmd::Order { rev } => format!("query the entries before #{rev}"),
+            Cmd::Watch { rev } => format!("watch #{rev} for deletion"),
+            Cmd::KeepAlive => "keepalive".into(),
+            Cmd::Remove { rev } => format!("delete #{rev}, close session"),
         }
     }
 }
@@ -115,6 +148,22 @@ pub enum Reply {
     Int(u8),
     Val(Val),
     Token(u16),
+    /// Consensus service: the lock is taken; someone else holds it.
+    Busy,
+    /// Where the caller's entry `rev` stands: the entry just before it, if
+    /// any (to watch), and whether the entry itself still exists (it is
+    /// gone once its session expired).
+    Place {
+        rev: u16,
+        pred: Option<u16>,
+        mine: bool,
+    },
+    /// Answer to a watch: whether the watched entry still exists.
+    Exists(bool),
+    /// Watch event: entry `rev` was deleted.
+    Deleted(u16),
+    /// Answer to a keepalive: whether the session / lease was still alive.
+    Alive(bool),
 }
 
 impl Reply {
@@ -125,6 +174,21 @@ impl Reply {
             Reply::Int(i) => format!("{i}"),
             Reply::Val(v) => format!("\"{}\"", v.text()),
             Reply::Token(t) => format!("token {t}"),
+            Reply::Busy => "busy".into(),
+            Reply::Place { rev, pred, mine } => {
+                let before = match pred {
+                    Some(p) => format!("behind #{p}"),
+                    None => "nothing before it".into(),
+                };
+                if mine {
+                    format!("#{rev}, {before}")
+                } else {
+                    format!("#{rev} is GONE (session expired), {before}")
+                }
+            }
+            Reply::Exists(b) => format!("exists: {b}"),
+            Reply::Deleted(r) => format!("WATCH EVENT: #{r} deleted"),
+            Reply::Alive(b) => format!("session alive: {b}"),
         }
     }
 }
@@ -398,6 +462,33 @@ pub enum Touch {
     Extended,
 }
 
+/// One lock entry of the consensus service: an ephemeral sequential znode
+/// or an etcd lock key, tied to its owner's session or lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CoordEntry {
+    pub owner: u8,
+    /// The owner's acquisition it belongs to.
+    pub round: u8,
+    /// Creation revision (etcd) / czxid (ZooKeeper): the fencing token.
+    pub rev: u16,
+}
+
+/// The consensus-backed lock service (ZooKeeper or etcd semantics):
+/// linearizable, nothing lost on leader change, sessions and leases judged
+/// on the leader's monotonic clock (clock jumps do not reach it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Coord {
+    /// Revision / zxid: bumped by every change.
+    pub rev: u16,
+    /// Per client: its session's (lease's) time left before the service
+    /// expires it; `None` = no session. Alive while `>= 0`.
+    pub sessions: Vec<Option<STicks>>,
+    /// Lock entries, in creation order.
+    pub entries: Vec<CoordEntry>,
+    /// Watches set: (watcher, watched entry's rev).
+    pub watches: Vec<(u8, u16)>,
+}
+
 /// The whole world.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct World {
@@ -408,9 +499,24 @@ pub struct World {
     pub resource: Resource,
     pub faults_left: Budgets,
     pub ghost: Ghost,
+    /// The consensus service (empty for the Redis protocols).
+    pub coord: Coord,
 }
 
 impl World {
+    /// The lock service issues fencing token `t` with a grant. Records a
+    /// token that is not above every earlier one (`token_monotonic`).
+    pub fn issue_token(&mut self, t: u16) {
+        let g = &mut self.ghost;
+        if let Some(last) = g.last_token
+            && t <= last
+            && g.token_regressed.is_none()
+        {
+            g.token_regressed = Some((t, last));
+        }
+        g.last_token = Some(g.last_token.map_or(t, |l| l.max(t)));
+    }
+
     /// True when `self` and `other` differ at most in their fault budgets.
     pub fn same_but_budget(&self, other: &World) -> bool {
         self.clients == other.clients
@@ -418,6 +524,7 @@ impl World {
             && self.net == other.net
             && self.resource == other.resource
             && self.ghost == other.ghost
+            && self.coord == other.coord
     }
 
     pub fn push_msg(&mut self, m: Msg) {
@@ -472,6 +579,7 @@ impl World {
         match n {
             Node::Client(c) => self.client_name(c),
             Node::Redis(s) => self.server_name(s),
+            Node::Service => "service".into(),
         }
     }
 

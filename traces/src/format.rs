@@ -198,6 +198,9 @@ pub struct ServerView {
     pub entries: Vec<EntryView>,
     /// Writes accepted by this primary that its replica has not applied yet.
     pub unreplicated: Vec<String>,
+    /// Watches set on a consensus service's entries (`c2 watches #3`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watches: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -264,6 +267,9 @@ pub struct SearchSummary {
     /// Peak resident memory of the process, when the platform reports it.
     #[serde(default)]
     pub peak_memory_bytes: Option<u64>,
+    /// The most writes the resource accepted in any state explored.
+    #[serde(default)]
+    pub max_accepted_writes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

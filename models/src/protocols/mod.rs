@@ -9,6 +9,10 @@ use crate::client::Ctx;
 use crate::faults::FaultKind;
 use crate::world::Reply;
 
+pub mod coord_client;
+mod etcd;
+mod fencing;
+mod fencing_redis;
 mod get_del;
 mod lua_release;
 mod naive_del;
@@ -17,7 +21,11 @@ mod redlock;
 mod replicated;
 mod setnx_expire;
 pub mod watchdog;
+mod zookeeper;
 
+pub use etcd::Etcd;
+pub use fencing::Fencing;
+pub use fencing_redis::FencingRedis;
 pub use get_del::GetDel;
 pub use lua_release::LuaRelease;
 pub use naive_del::NaiveDel;
@@ -25,6 +33,7 @@ pub use redlock::Redlock;
 pub use replicated::Replicated;
 pub use setnx_expire::SetnxExpire;
 pub use watchdog::Watchdog;
+pub use zookeeper::Zookeeper;
 
 /// The kind of lock service a protocol's clients talk to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +44,19 @@ pub enum Service {
     Replicated,
     /// N independent Redis instances (Redlock).
     Instances,
+    /// A consensus-backed lock service (ZooKeeper, etcd).
+    Consensus,
 }
+
+/// Fault kinds a consensus-backed service and its clients can suffer: no
+/// restart or failover loses its data, and its clock is monotonic.
+pub const CONSENSUS_FAULTS: &[FaultKind] = &[
+    FaultKind::Pause,
+    FaultKind::Slow,
+    FaultKind::Loss,
+    FaultKind::Delay,
+    FaultKind::Crash,
+];
 
 /// Fault kinds a single Redis instance (and its clients) can suffer.
 pub const SINGLE_REDIS_FAULTS: &[FaultKind] = &[
@@ -87,6 +108,19 @@ pub trait Protocol: Send + Sync {
     }
     /// The gathering step (only if `gathers_replies`).
     fn gather(&self, _x: &mut Ctx, _c: u8) {}
+    /// Where the resource checks fencing tokens unless the user says.
+    fn default_resource_check(&self) -> crate::params::ResourceCheck {
+        crate::params::ResourceCheck::None
+    }
+    /// Whether a watch outlives its owner's session (etcd watches are not
+    /// tied to the lease; ZooKeeper's die with the session).
+    fn watches_survive_session(&self) -> bool {
+        false
+    }
+    /// What the lock service is, for diagrams.
+    fn service_label(&self) -> &'static str {
+        "Redis"
+    }
 
     /// Client `c` starts an acquisition.
     fn start_acquire(&self, x: &mut Ctx, c: u8);
@@ -120,6 +154,10 @@ pub static ALL: &[&dyn Protocol] = &[
     &Watchdog,
     &Replicated,
     &Redlock,
+    &Fencing,
+    &FencingRedis,
+    &Zookeeper,
+    &Etcd,
 ];
 
 /// Looks a protocol up by its CLI name.

@@ -1,0 +1,114 @@
+//! The consensus-service client calls the `fencing`, `zookeeper` and `etcd`
+//! recipes share: the session heartbeat (ZooKeeper pings, etcd lease
+//! keepalives, every TTL/3 on a timer inside the client process, so a pause
+//! stops it) and the release.
+
+use crate::client::Ctx;
+use crate::ev;
+use crate::world::{Chan, Cmd, Node, Phase, Reply, Watchdog, WdState};
+use locklab_traces::EventKind;
+
+/// Acquire step: waiting for the session to open.
+pub const OPENING: u8 = 9;
+
+/// Starts an acquisition: with the session the client already has (its
+/// heartbeat is running), or by opening one first.
+pub fn begin(x: &mut Ctx, c: u8, first: (Cmd, Phase)) {
+    if x.w.clients[c as usize].wd.is_some() {
+        ask(x, c, first.0, first.1);
+    } else {
+        ask(x, c, Cmd::Open, Phase::Acquire(OPENING));
+    }
+}
+
+/// The session is open: start heartbeating it, then make the first request.
+pub fn opened(x: &mut Ctx, c: u8, first: (Cmd, Phase)) {
+    start_heartbeat(x, c);
+    ask(x, c, first.0, first.1);
+}
+
+/// The service says the session is gone: stop heartbeating and start over
+/// with a new one.
+pub fn session_lost(x: &mut Ctx, c: u8) {
+    x.w.clients[c as usize].wd = None;
+    x.w.clients[c as usize].token = None;
+    x.retry(c, "its session expired");
+}
+
+/// Starts client `c`'s heartbeat if it is not running.
+fn start_heartbeat(x: &mut Ctx, c: u8) {
+    let val = x.val(c);
+    let every = x.m.params.renew_every;
+    let cl = &mut x.w.clients[c as usize];
+    if cl.wd.is_none() {
+        cl.wd = Some(Watchdog {
+            val,
+            state: WdState::Sleeping(every),
+            renewals: 0,
+        });
+    }
+}
+
+/// Sends `cmd` to the service and waits in `phase` for the answer.
+pub fn ask(x: &mut Ctx, c: u8, cmd: Cmd, phase: Phase) {
+    x.send_to(c, Node::Service, Chan::Main, cmd);
+    x.await_reply(c, phase);
+}
+
+/// Waits in `phase` for a watch event, with no timeout: the wait lasts as
+/// long as the predecessor holds.
+pub fn wait_for_event(x: &mut Ctx, c: u8, phase: Phase) {
+    let cl = &mut x.w.clients[c as usize];
+    cl.phase = phase;
+    cl.timer = None;
+}
+
+/// The heartbeat timer fired.
+pub fn heartbeat(x: &mut Ctx, c: u8) {
+    x.send_to(c, Node::Service, Chan::Watchdog, Cmd::KeepAlive);
+    let t = x.m.params.timeout;
+    if let Some(wd) = &mut x.w.clients[c as usize].wd {
+        wd.state = WdState::Waiting(t);
+    }
+}
+
+/// The service answered a heartbeat.
+pub fn on_heartbeat(x: &mut Ctx, c: u8, reply: Reply) {
+    if reply == Reply::Alive(true) {
+        let every = x.m.params.renew_every;
+        if let Some(wd) = &mut x.w.clients[c as usize].wd {
+            wd.state = WdState::Sleeping(every);
+        }
+    } else {
+        // etcd's Session.Done() closes, ZooKeeper reports the session
+        // expired: the session is gone, and nothing tells the code that
+        // believes it holds the lock.
+        x.w.clients[c as usize].wd = None;
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "learns its session expired; the heartbeat stops (the lock holder is not told)"
+        );
+    }
+}
+
+/// A heartbeat timed out: try again at the next period.
+pub fn on_heartbeat_timeout(x: &mut Ctx, c: u8) {
+    let every = x.m.params.renew_every;
+    if let Some(wd) = &mut x.w.clients[c as usize].wd {
+        wd.state = WdState::Sleeping(every);
+    }
+}
+
+/// Release: delete the client's entry and close its session.
+pub fn release(x: &mut Ctx, c: u8) {
+    let rev = x.w.clients[c as usize].token.unwrap_or(0);
+    ask(x, c, Cmd::Remove { rev }, Phase::Release(0));
+}
+
+/// The entry the client is acquiring with (kept in `token` until it holds).
+pub fn my_entry(x: &Ctx, c: u8) -> u16 {
+    x.w.clients[c as usize].token.unwrap_or(0)
+}

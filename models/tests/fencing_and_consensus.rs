@@ -1,0 +1,203 @@
+//! Fencing tokens, ZooKeeper and etcd recipes: the resource as the last
+//! line of defence (issue "fencing tokens, ZooKeeper and etcd").
+
+mod common;
+use common::*;
+use locklab_models::params::{ResourceCheck, TokenRule};
+use locklab_models::search::fingerprint;
+use locklab_models::world::{Body, Phase, Reply};
+use locklab_models::{Action, FaultKind, FaultKind::*, Invariant::*, LockModel, protocols};
+use std::collections::HashSet;
+
+const CONSENSUS: [&str; 3] = ["fencing", "zookeeper", "etcd"];
+
+#[test]
+fn sessions_and_leases_are_timeouts_too() {
+    // A paused holder stops heartbeating; its session or lease expires and
+    // someone else gets the lock while it still believes it has it.
+    for p in CONSENSUS {
+        violated(&model(p, &[Pause]), MutualExclusion);
+    }
+}
+
+#[test]
+fn no_single_fault_but_a_pause_breaks_a_consensus_lock() {
+    for p in CONSENSUS {
+        for k in [Slow, Loss, Delay, Crash] {
+            holds(&model(p, &[k]), MutualExclusion);
+        }
+    }
+}
+
+#[test]
+fn heartbeats_lost_and_delayed_expire_a_live_holders_lease() {
+    // No pause at all: a slow critical section, one keepalive held back,
+    // the retry lost, and the lease runs out under a client that is alive
+    // and well.
+    for p in CONSENSUS {
+        let m = model(p, &[Slow, Loss, Delay]);
+        let r = check(&m, &[MutualExclusion]);
+        let path = &r.violations[&MutualExclusion];
+        assert!(
+            !path.iter().any(|a| matches!(a, Action::Pause { .. })),
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn consensus_tokens_are_monotonic_and_nothing_is_orphaned() {
+    for p in CONSENSUS {
+        let m = model(p, &[Pause, Loss, Crash]);
+        holds(&m, TokenMonotonic);
+        holds(&m, NoOrphanLock);
+        holds(&m, Ownership);
+    }
+}
+
+#[test]
+fn a_consensus_service_suffers_no_restart_failover_or_clock_jump() {
+    for p in CONSENSUS {
+        let proto = protocols::by_name(p).unwrap();
+        for k in [Restart, Failover, ClockJump] {
+            assert!(!proto.faults().contains(&k), "{p} lists {}", k.name());
+        }
+    }
+}
+
+/// Whether a resource check keeps `no_lost_update` under every fault kind
+/// the service can suffer (each at most once, any three together), and how
+/// many writes it lets through.
+fn fenced(check: ResourceCheck, rule: TokenRule) -> (bool, u8) {
+    let m = model_with("fencing", &[Pause, Slow, Loss, Delay, Crash], |p| {
+        p.resource_check = check;
+        p.token_rule = rule;
+        p.max_faults = Some(3);
+    });
+    let r = check_all(&m);
+    assert!(r.exhaustive() || r.violations.contains_key(&NoLostUpdate));
+    (
+        !r.violations.contains_key(&NoLostUpdate),
+        r.max_accepted_writes,
+    )
+}
+
+fn check_all(m: &LockModel) -> locklab_models::search::SearchResult {
+    check(m, &[NoLostUpdate])
+}
+
+#[test]
+fn which_token_checks_keep_the_resource_correct() {
+    use ResourceCheck::*;
+    use TokenRule::*;
+    // No check: the stale holder's read-modify-write lands.
+    assert!(!fenced(None, Ge).0);
+    assert!(!fenced(None, Gt).0);
+    // The article's write-only check is not enough for a read-modify-write
+    // client: the stale write can land before the new holder's first
+    // write, which then overwrites it (semantics.md §7.2 P1).
+    assert!(!fenced(Write, Ge).0);
+    assert!(!fenced(Write, Gt).0);
+    // Fencing the reads too keeps the counter correct ...
+    let (safe, writes) = fenced(ReadWrite, Ge);
+    assert!(safe);
+    assert!(
+        writes >= 2,
+        "and both critical sections can still write ({writes})"
+    );
+    // ... but with a strict `>` the holder's own read raises the mark to
+    // its token and its write is then refused: safe only because useless.
+    let (safe, writes) = fenced(ReadWrite, Gt);
+    assert!(safe);
+    assert_eq!(writes, 0, "with gt no write is ever accepted");
+}
+
+#[test]
+fn a_write_only_check_loses_the_update_by_accepting_the_stale_write_first() {
+    let m = model_with("fencing", &[Pause], |p| {
+        p.resource_check = ResourceCheck::Write
+    });
+    let r = check(&m, &[NoLostUpdate]);
+    let t = locklab_models::trace::build(
+        &m,
+        &r.violations[&NoLostUpdate],
+        NoLostUpdate,
+        "check",
+        None,
+    )
+    .expect("replays");
+    // Both writes were accepted, and the first carried the older token.
+    let writes: Vec<&str> = t
+        .steps
+        .iter()
+        .flat_map(|s| s.events.iter())
+        .filter(|e| e.kind == locklab_traces::EventKind::Write)
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let token = |s: &str| s.rsplit(' ').next().unwrap().parse::<u32>().unwrap();
+    assert!(token(writes[0]) < token(writes[1]), "{writes:?}");
+}
+
+#[test]
+fn failover_regresses_redis_tokens_and_the_resource_accepts_the_duplicate() {
+    let m = model("fencing-redis", &[Failover]);
+    let r = check(&m, &[TokenMonotonic, NoLostUpdate]);
+    let path = &r.violations[&TokenMonotonic];
+    assert!(path.iter().any(|a| matches!(a, Action::Failover { .. })));
+    assert!(r.violations.contains_key(&NoLostUpdate));
+    // Without failover (or restart) the counter only grows.
+    holds(&model("fencing-redis", &[Pause, Loss]), TokenMonotonic);
+}
+
+/// Searches for a step in which a client takes the lock upon an answer
+/// that said its own entry is gone.
+fn enters_without_its_entry(m: &LockModel) -> bool {
+    let mut seen = HashSet::new();
+    let mut frontier = vec![m.init()];
+    let mut acts = Vec::new();
+    while let Some(w) = frontier.pop() {
+        m.enabled(&w, &mut acts);
+        for a in acts.clone() {
+            let s = m.after(&w, &a);
+            let told_gone = matches!(
+                a,
+                Action::Deliver { msg } if msg.body == Body::Reply(Reply::Place {
+                    rev: match msg.body { Body::Reply(Reply::Place { rev, .. }) => rev, _ => 0 },
+                    pred: None,
+                    mine: false,
+                })
+            );
+            let entered = w
+                .clients
+                .iter()
+                .zip(&s.clients)
+                .any(|(b, a)| b.phase != Phase::Work && a.phase == Phase::Work);
+            if told_gone && entered {
+                return true;
+            }
+            if seen.insert(fingerprint(&s)) {
+                frontier.push(s);
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn etcd_3_4_returns_the_lock_after_its_lease_expired() {
+    let faults: &[FaultKind] = &[Pause];
+    let v35 = model_with("etcd", faults, |p| p.acquisitions = 2);
+    let v34 = model_with("etcd", faults, |p| {
+        p.acquisitions = 2;
+        p.no_recheck = true;
+    });
+    assert!(
+        !enters_without_its_entry(&v35),
+        "etcd 3.5 re-checks its own key"
+    );
+    assert!(
+        enters_without_its_entry(&v34),
+        "etcd 3.4 does not (issue #11456)"
+    );
+}
