@@ -161,36 +161,12 @@ fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
     }
 }
 
-pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
-    let m = args.model.build()?;
-    let invariants = selected(args, &m)?;
-    if let Some(p) = &args.json {
-        check_writable(p)?;
-    }
-    if let Some(d) = &args.out_dir {
-        if d.exists() && !d.is_dir() {
-            return Err(Failure::input(format!(
-                "--out-dir {}: not a directory",
-                d.display()
-            )));
-        }
-    }
-    if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
-        return Err(Failure::input("--threads must be between 1 and 256"));
-    }
-    if args.max_states == Some(0) || args.max_depth == Some(0) {
-        return Err(Failure::input(
-            "--max-states and --max-depth must be at least 1",
-        ));
-    }
-    let opts = SearchOptions {
-        invariants: invariants.clone(),
-        max_states: args.max_states,
-        max_depth: args.max_depth,
-        symmetry: !args.no_symmetry,
-        threads: args.threads.unwrap_or(0),
-    };
-    let result = search(&m, &opts);
+/// Searches `m` and builds its check report: a verdict per invariant and a
+/// verified trace per counterexample (with the smallest fault sets when
+/// `analyse`).
+pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<CheckReport, Failure> {
+    let invariants = opts.invariants.clone();
+    let result = search(m, opts);
 
     let mut traces: Vec<Trace> = Vec::new();
     let mut verdicts: Vec<Verdict> = Vec::new();
@@ -215,7 +191,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             Some(path) => {
                 // Every counterexample is replayed through the model, then
                 // written out and read back, before anyone sees it.
-                let t = trace::build(&m, path, inv, "check", None).map_err(|e| Failure {
+                let t = trace::build(m, path, inv, "check", None).map_err(|e| Failure {
                     code: 70,
                     message: format!("internal error: a counterexample failed to replay ({e})"),
                 })?;
@@ -238,10 +214,10 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                     .iter()
                     .filter_map(|n| FaultKind::from_name(n))
                     .collect();
-                let (sets, proven) = if args.no_fault_analysis {
+                let (sets, proven) = if !analyse {
                     (None, false)
                 } else {
-                    let (s, p) = minimal_fault_sets(&m, inv, &used, &opts);
+                    let (s, p) = minimal_fault_sets(m, inv, &used, opts);
                     (Some(s), p)
                 };
                 verdicts.push(Verdict {
@@ -290,7 +266,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 fault_sets_proven_minimal: false,
                 note: format!(
                     "search incomplete: stopped at {} after {} states",
-                    bound_text(&result, &opts).unwrap_or_default(),
+                    bound_text(&result, opts).unwrap_or_default(),
                     result.states
                 ),
             }),
@@ -301,7 +277,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         schema_version: SCHEMA_VERSION,
         kind: "check-report".into(),
         tool: format!("locklab {}", env!("CARGO_PKG_VERSION")),
-        config: trace::config(&m),
+        config: trace::config(m),
         search: SearchSummary {
             strategy: "breadth-first".into(),
             symmetry: opts.symmetry,
@@ -309,7 +285,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             transitions: result.transitions,
             max_depth: result.depth,
             complete: result.exhaustive(),
-            bound_hit: bound_text(&result, &opts),
+            bound_hit: bound_text(&result, opts),
             seconds: result.elapsed.as_secs_f64(),
             threads: result.threads as u64,
             peak_memory_bytes: locklab_models::search::peak_memory_bytes(),
@@ -318,36 +294,111 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         verdicts,
         traces,
     };
+    Ok(report)
+}
 
+/// Checks that outputs can be written and numbers make sense, before any
+/// work starts.
+fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
+    if let Some(p) = &args.json {
+        check_writable(p)?;
+    }
+    if let Some(d) = &args.out_dir
+        && d.exists()
+        && !d.is_dir()
+    {
+        return Err(Failure::input(format!(
+            "--out-dir {}: not a directory",
+            d.display()
+        )));
+    }
+    if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
+        return Err(Failure::input("--threads must be between 1 and 256"));
+    }
+    if args.max_states == Some(0) || args.max_depth == Some(0) {
+        return Err(Failure::input(
+            "--max-states and --max-depth must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// The search options a check runs with.
+pub fn search_options(args: &CheckArgs, invariants: Vec<Invariant>) -> SearchOptions {
+    SearchOptions {
+        invariants,
+        max_states: args.max_states,
+        max_depth: args.max_depth,
+        symmetry: !args.no_symmetry,
+        threads: args.threads.unwrap_or(0),
+    }
+}
+
+/// The exit code a set of verdicts ends the run with.
+pub fn exit_code<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> i32 {
+    let (mut unknown, mut violated) = (false, false);
+    for v in verdicts {
+        unknown |= v.status == "unknown";
+        violated |= v.status == "violated";
+    }
+    if unknown {
+        EXIT_INCOMPLETE
+    } else if violated {
+        EXIT_VIOLATION
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Whether to colour standard output.
+pub fn use_color(c: Color) -> bool {
+    match c {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
+/// Writes every trace of `reports` into `dir`, one file per counterexample.
+pub fn write_traces(dir: &std::path::Path, reports: &[&CheckReport]) -> Result<(), Failure> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Failure::input(format!("cannot create {}: {e}", dir.display())))?;
+    for r in reports {
+        for t in &r.traces {
+            let p = dir.join(trace_file_name(t));
+            write_atomic(&p, &t.to_json())?;
+        }
+    }
+    Ok(())
+}
+
+/// `<protocol>.<invariant>.json`
+pub fn trace_file_name(t: &Trace) -> String {
+    format!("{}.{}.json", t.config.protocol, t.invariant)
+}
+
+pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    validate_run(args)?;
+    if args.model.protocol == "all" {
+        return crate::ladder::run(args);
+    }
+    let m = args.model.build()?;
+    let invariants = selected(args, &m)?;
+    let report = report(
+        &m,
+        &search_options(args, invariants),
+        !args.no_fault_analysis,
+    )?;
     // Outputs: everything is computed; now write.
     if let Some(p) = &args.json {
         write_atomic(p, &report.to_json())?;
     }
     if let Some(d) = &args.out_dir {
-        std::fs::create_dir_all(d)
-            .map_err(|e| Failure::input(format!("cannot create {}: {e}", d.display())))?;
-        for t in &report.traces {
-            let p = d.join(format!("{}.{}.json", t.config.protocol, t.invariant));
-            write_atomic(&p, &t.to_json())?;
-        }
+        write_traces(d, &[&report])?;
     }
-    let color = match args.color {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
     match args.format {
         OutFormat::Json => print!("{}", report.to_json()),
-        OutFormat::Text => print!("{}", crate::report::render(&report, color)),
+        OutFormat::Text => print!("{}", crate::report::render(&report, use_color(args.color))),
     }
-
-    let any_unknown = report.verdicts.iter().any(|v| v.status == "unknown");
-    let any_violated = report.verdicts.iter().any(|v| v.status == "violated");
-    Ok(if any_unknown {
-        EXIT_INCOMPLETE
-    } else if any_violated {
-        EXIT_VIOLATION
-    } else {
-        EXIT_OK
-    })
+    Ok(exit_code(report.verdicts.iter()))
 }

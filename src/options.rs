@@ -24,7 +24,7 @@ pub enum RuleOpt {
 /// Durations are in ticks (1 tick = 5 s of the article's world).
 #[derive(Args, Debug, Clone)]
 pub struct ModelArgs {
-    /// Protocol to model (`locklab list` shows them all)
+    /// Protocol to model (`locklab list` shows them all; `check all` runs every one)
     #[arg(value_name = "PROTOCOL")]
     pub protocol: String,
 

@@ -280,3 +280,75 @@ fn list_names_everything() {
         assert!(out.contains(name), "{name} missing from list");
     }
 }
+
+#[test]
+fn check_all_prints_the_ladder_matrix() {
+    let d = scratch("ladder");
+    let o = locklab(&[
+        "check",
+        "all",
+        "--invariants",
+        "ownership",
+        "--no-fault-analysis",
+        "--out-dir",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    let row = |p: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{p} ")))
+            .unwrap_or_else(|| panic!("no row for {p} in {out}"))
+            .to_string()
+    };
+    // The unchecked DEL deletes another client's lock; the Lua release never does.
+    assert!(row("naive-del").contains('✗'), "{out}");
+    assert!(!row("lua-release").contains('✗'), "{out}");
+    assert!(row("lua-release").contains("ok"), "{out}");
+    assert!(d.join("naive-del.ownership.json").exists());
+    assert!(!d.join("lua-release.ownership.json").exists());
+    rejects(
+        &["check", "all", "--instances", "3"],
+        "--instances applies to some protocols only",
+    );
+}
+
+#[test]
+fn explore_serves_the_state_space_on_loopback() {
+    use std::io::{Read, Write};
+    rejects(
+        &["explore", "naive-del", "--addr", "0.0.0.0:3999"],
+        "only serves on loopback",
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args([
+            "explore",
+            "naive-del",
+            "--faults",
+            "pause",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut body = String::new();
+    for _ in 0..100 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = write!(s, "GET /.status HTTP/1.0\r\nHost: localhost\r\n\r\n");
+            let _ = s.read_to_string(&mut body);
+            if !body.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.contains("mutual_exclusion"), "{body}");
+}

@@ -1,0 +1,223 @@
+//! `locklab check all`: the whole ladder in one command — every protocol
+//! checked with its default fault kinds, and the protocol × invariant
+//! matrix, each broken cell pointing at its shortest counterexample.
+
+use crate::check::{
+    CheckArgs, OutFormat, exit_code, report, search_options, trace_file_name, use_color,
+    write_traces,
+};
+use crate::util::{Failure, write_atomic};
+use locklab_models::{FaultKind, Invariant, protocols};
+use locklab_traces::CheckReport;
+use std::fmt::Write;
+
+/// The options of `check` that name one protocol's knobs make no sense
+/// for every protocol at once.
+fn refuse_protocol_knobs(args: &CheckArgs) -> Result<(), Failure> {
+    let m = &args.model;
+    let given = [
+        ("renew-every", m.renew_every.is_some()),
+        ("renew-cap", m.renew_cap.is_some()),
+        ("renew-unchecked", m.renew_unchecked),
+        ("no-cancel", m.no_cancel),
+        ("instances", m.instances.is_some()),
+        ("quorum", m.quorum.is_some()),
+        ("drift", m.drift.is_some()),
+        ("delayed-restart", m.delayed_restart),
+        ("resource-check", m.resource_check.is_some()),
+        ("token-rule", m.token_rule.is_some()),
+        ("no-recheck", m.no_recheck),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((name, _)) => Err(Failure::input(format!(
+            "--{name} applies to some protocols only; with `check all` every protocol runs with its defaults (check one protocol to change it)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    refuse_protocol_knobs(args)?;
+    // --faults names kinds for every protocol: each keeps those it can suffer.
+    let asked: Option<Vec<FaultKind>> = match args.model.faults.as_deref().map(str::trim) {
+        None | Some("all") => None,
+        Some("none") | Some("") => Some(Vec::new()),
+        Some(list) => Some(
+            list.split(',')
+                .map(str::trim)
+                .map(|s| {
+                    FaultKind::from_name(s).ok_or_else(|| {
+                        let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+                        crate::util::unknown("fault kind", s, &names)
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    let wanted: Option<Vec<Invariant>> = match &args.invariants {
+        None => None,
+        Some(list) => Some(
+            list.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    Invariant::from_name(s).ok_or_else(|| {
+                        let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+                        crate::util::unknown("invariant", s, &names)
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+
+    let mut reports: Vec<CheckReport> = Vec::new();
+    for proto in protocols::ALL {
+        let mut margs = args.model.clone();
+        margs.protocol = proto.name().to_string();
+        if let Some(kinds) = &asked {
+            let mine: Vec<&str> = kinds
+                .iter()
+                .filter(|k| proto.faults().contains(k))
+                .map(|k| k.name())
+                .collect();
+            margs.faults = Some(if mine.is_empty() {
+                "none".into()
+            } else {
+                mine.join(",")
+            });
+            margs.budget.retain(|b| {
+                b.split_once('=')
+                    .and_then(|(k, _)| FaultKind::from_name(k.trim()))
+                    .is_some_and(|k| proto.faults().contains(&k))
+            });
+        }
+        let m = margs.build()?;
+        let invariants: Vec<Invariant> = Invariant::ALL
+            .into_iter()
+            .filter(|i| i.applies(m.proto))
+            .filter(|i| wanted.as_ref().is_none_or(|w| w.contains(i)))
+            .collect();
+        if invariants.is_empty() {
+            continue;
+        }
+        eprintln!("checking {} ...", proto.name());
+        reports.push(report(
+            &m,
+            &search_options(args, invariants),
+            !args.no_fault_analysis,
+        )?);
+    }
+
+    if let Some(p) = &args.json {
+        let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
+        write_atomic(p, &all)?;
+    }
+    if let Some(d) = &args.out_dir {
+        let refs: Vec<&CheckReport> = reports.iter().collect();
+        write_traces(d, &refs)?;
+    }
+    match args.format {
+        OutFormat::Json => {
+            print!(
+                "{}",
+                serde_json::to_string_pretty(&reports).expect("reports serialise")
+            );
+            println!();
+        }
+        OutFormat::Text => print!("{}", matrix(&reports, args, use_color(args.color))),
+    }
+    Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
+}
+
+fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
+    let (red, green, yellow, reset) = if color {
+        ("\x1b[1;31m", "\x1b[32m", "\x1b[33m", "\x1b[0m")
+    } else {
+        ("", "", "", "")
+    };
+    let mut out = String::new();
+    let cap = reports
+        .first()
+        .and_then(|r| r.config.params.get("max-faults"))
+        .and_then(|v| v.as_u64());
+    let _ = writeln!(
+        out,
+        "locklab check all: {} protocols, each with every fault kind its lock service can suffer{}",
+        reports.len(),
+        cap.map(|c| format!(" (at most {c} per execution)"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "cells: ✗ N = broken, shortest counterexample N steps; ok = holds (exhaustive); ? = search incomplete; - = n/a"
+    );
+    let _ = writeln!(out);
+    let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+    let wp = reports
+        .iter()
+        .map(|r| r.config.protocol.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let mut header = format!("{:<wp$}", "protocol");
+    for n in &names {
+        let _ = write!(header, "  {n:<16}");
+    }
+    let _ = writeln!(out, "{header}  states");
+    for r in reports {
+        let mut line = format!("{:<wp$}", r.config.protocol);
+        for n in &names {
+            let cell = match r.verdicts.iter().find(|v| v.invariant == *n) {
+                Some(v) if v.status == "violated" => {
+                    let txt = format!("✗ {}", v.steps.unwrap_or(0));
+                    format!("{red}{txt:<16}{reset}")
+                }
+                Some(v) if v.status == "holds" => format!("{green}{:<16}{reset}", "ok"),
+                Some(v) if v.status == "unknown" => format!("{yellow}{:<16}{reset}", "?"),
+                _ => format!("{:<16}", "-"),
+            };
+            let _ = write!(line, "  {cell}");
+        }
+        let _ = writeln!(out, "{line}  {}", crate::report::thousands(r.search.states));
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Broken cells (smallest fault sets; trace files with --out-dir):"
+    );
+    for r in reports {
+        for v in r.verdicts.iter().filter(|v| v.status == "violated") {
+            let sets = v
+                .minimal_fault_sets
+                .as_ref()
+                .map(|s| {
+                    s.iter()
+                        .map(|set| {
+                            if set.is_empty() {
+                                "no fault".into()
+                            } else {
+                                set.join("+")
+                            }
+                        })
+                        .collect::<Vec<String>>()
+                        .join(" | ")
+                })
+                .unwrap_or_else(|| v.faults_used.join("+"));
+            let file = r
+                .traces
+                .iter()
+                .find(|t| t.invariant == v.invariant)
+                .zip(args.out_dir.as_ref())
+                .map(|(t, d)| format!(" -> {}", d.join(trace_file_name(t)).display()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "  {} · {}: {} steps, {sets}{file}",
+                r.config.protocol,
+                v.invariant,
+                v.steps.unwrap_or(0)
+            );
+        }
+    }
+    out
+}
