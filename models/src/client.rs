@@ -162,7 +162,7 @@ impl Ctx<'_> {
             None,
             "now believes it holds the lock{tok}"
         );
-        if self.m.proto.has_watchdog() {
+        if self.m.proto.renewal() == crate::protocols::Renewal::Watchdog {
             let val = self.val(c);
             let every = self.m.params.renew_every;
             self.w.clients[c as usize].wd = Some(crate::world::Watchdog {

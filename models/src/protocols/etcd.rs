@@ -11,7 +11,7 @@
 //! re-checking the client's own key, even if its lease had expired and the
 //! key was gone (etcd issue #11456, found by Jepsen).
 
-use super::{CONSENSUS_FAULTS, Protocol, Service, coord_client as cc};
+use super::{CONSENSUS_FAULTS, Protocol, Renewal, Service, coord_client as cc};
 use crate::client::{Ctx, ignore};
 use crate::faults::FaultKind;
 use crate::world::{Cmd, Phase, Reply};
@@ -61,6 +61,9 @@ impl Protocol for Etcd {
     fn issues_tokens(&self) -> bool {
         true
     }
+    fn renewal(&self) -> Renewal {
+        Renewal::Heartbeat
+    }
     fn service_label(&self) -> &'static str {
         "etcd cluster"
     }
@@ -90,22 +93,7 @@ impl Protocol for Etcd {
             _ => ignore(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        match x.phase(c) {
-            Phase::Acquire(_) => x.retry(c, "no answer"),
-            _ => x.finish_round(c),
-        }
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         cc::release(x, c);
-    }
-    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
-        cc::heartbeat(x, c);
-    }
-    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        cc::on_heartbeat(x, c, reply);
-    }
-    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
-        cc::on_heartbeat_timeout(x, c);
     }
 }

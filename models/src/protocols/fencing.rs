@@ -6,7 +6,7 @@
 //! still breaks under a pause — leases are timeouts too; whether the
 //! *resource* stays correct is what the token check decides.
 
-use super::{CONSENSUS_FAULTS, Protocol, Service, coord_client as cc};
+use super::{CONSENSUS_FAULTS, Protocol, Renewal, Service, coord_client as cc};
 use crate::client::{Ctx, ignore};
 use crate::faults::FaultKind;
 use crate::params::ResourceCheck;
@@ -35,6 +35,9 @@ impl Protocol for Fencing {
     fn issues_tokens(&self) -> bool {
         true
     }
+    fn renewal(&self) -> Renewal {
+        Renewal::Heartbeat
+    }
     fn default_resource_check(&self) -> ResourceCheck {
         ResourceCheck::Write
     }
@@ -54,19 +57,7 @@ impl Protocol for Fencing {
             _ => ignore(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        super::redis_client::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         cc::release(x, c);
-    }
-    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
-        cc::heartbeat(x, c);
-    }
-    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        cc::on_heartbeat(x, c, reply);
-    }
-    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
-        cc::on_heartbeat_timeout(x, c);
     }
 }

@@ -4,7 +4,7 @@
 //! The counter lives on the same primary as the lock, so a failover can
 //! lose its latest increments like any other unreplicated write.
 
-use super::{Protocol, Service, replicated, watchdog};
+use super::{Protocol, Renewal, Service, replicated, watchdog};
 use crate::client::Ctx;
 use crate::faults::FaultKind;
 use crate::params::ResourceCheck;
@@ -25,8 +25,8 @@ impl Protocol for FencingRedis {
     fn faults(&self) -> &'static [FaultKind] {
         replicated::FAULTS
     }
-    fn has_watchdog(&self) -> bool {
-        true
+    fn renewal(&self) -> Renewal {
+        Renewal::Watchdog
     }
     fn issues_tokens(&self) -> bool {
         true
@@ -50,19 +50,7 @@ impl Protocol for FencingRedis {
             _ => watchdog::on_reply(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        super::redis_client::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         watchdog::start_release(x, c);
-    }
-    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
-        watchdog::renew(x, c);
-    }
-    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        watchdog::on_renewed(x, c, reply);
-    }
-    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
-        watchdog::on_renew_timeout(x, c);
     }
 }

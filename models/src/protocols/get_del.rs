@@ -38,9 +38,6 @@ impl Protocol for GetDel {
             _ => ignore(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        rc::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         rc::release_with(x, c, Cmd::Get, 0);
     }

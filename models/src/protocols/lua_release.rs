@@ -32,9 +32,6 @@ impl Protocol for LuaRelease {
             _ => ignore(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        rc::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         let val = x.val(c);
         rc::release_with(x, c, Cmd::Cad { val }, 0);

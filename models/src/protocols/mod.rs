@@ -35,6 +35,17 @@ pub use setnx_expire::SetnxExpire;
 pub use watchdog::Watchdog;
 pub use zookeeper::Zookeeper;
 
+/// What keeps a client's claim on the lock alive, on a timer of its own
+/// inside the client process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renewal {
+    None,
+    /// Redisson's watchdog: compare-and-PEXPIRE every TTL/3 while holding.
+    Watchdog,
+    /// A ZooKeeper session ping / etcd lease keepalive every TTL/3.
+    Heartbeat,
+}
+
 /// The kind of lock service a protocol's clients talk to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Service {
@@ -90,9 +101,10 @@ pub trait Protocol: Send + Sync {
     fn checks_validity(&self) -> bool {
         false
     }
-    /// Whether clients run a renewal watchdog while they hold the lock.
-    fn has_watchdog(&self) -> bool {
-        false
+    /// What keeps the client's claim alive while it holds (and, for a
+    /// session, while it waits).
+    fn renewal(&self) -> Renewal {
+        Renewal::None
     }
     /// Whether the lock service hands out fencing tokens.
     fn issues_tokens(&self) -> bool {
@@ -126,8 +138,15 @@ pub trait Protocol: Send + Sync {
     fn start_acquire(&self, x: &mut Ctx, c: u8);
     /// A reply from server `s` reaches client `c` on its main connection.
     fn on_reply(&self, x: &mut Ctx, c: u8, s: u8, reply: Reply);
-    /// Client `c`'s request timed out (its connection is already closed).
-    fn on_timeout(&self, x: &mut Ctx, c: u8);
+    /// Client `c`'s request timed out (its connection is already closed). By
+    /// default a timed-out acquisition is retried and a timed-out release
+    /// given up (the client cannot tell whether it ran).
+    fn on_timeout(&self, x: &mut Ctx, c: u8) {
+        match x.phase(c) {
+            crate::world::Phase::Acquire(_) => x.retry(c, "no answer"),
+            _ => x.finish_round(c),
+        }
+    }
     /// Client `c` starts releasing.
     fn start_release(&self, x: &mut Ctx, c: u8);
 
@@ -135,14 +154,30 @@ pub trait Protocol: Send + Sync {
     fn check_before_write(&self, x: &mut Ctx, c: u8) {
         crate::resource::write(x, c);
     }
-    /// The watchdog's renewal timer fired.
-    fn on_watchdog(&self, _x: &mut Ctx, _c: u8) {}
+    /// The renewal timer fired.
+    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
+        match self.renewal() {
+            Renewal::Watchdog => watchdog::renew(x, c),
+            Renewal::Heartbeat => coord_client::heartbeat(x, c),
+            Renewal::None => {}
+        }
+    }
     /// A renewal reply arrived.
     fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        crate::client::ignore(x, c, reply);
+        match self.renewal() {
+            Renewal::Watchdog => watchdog::on_renewed(x, c, reply),
+            Renewal::Heartbeat => coord_client::on_heartbeat(x, c, reply),
+            Renewal::None => crate::client::ignore(x, c, reply),
+        }
     }
     /// A renewal timed out.
-    fn on_watchdog_timeout(&self, _x: &mut Ctx, _c: u8) {}
+    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
+        match self.renewal() {
+            Renewal::Watchdog => watchdog::on_renew_timeout(x, c),
+            Renewal::Heartbeat => coord_client::on_heartbeat_timeout(x, c),
+            Renewal::None => {}
+        }
+    }
 }
 
 /// Every protocol, in the order of the article's ladder.

@@ -31,9 +31,6 @@ impl Protocol for NaiveDel {
             _ => ignore(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        rc::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         rc::release_with(x, c, Cmd::Del, 0);
     }

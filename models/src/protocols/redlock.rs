@@ -29,16 +29,9 @@ use crate::faults::FaultKind;
 use crate::world::{Chan, Cmd, Phase, Reply, STicks, Vote};
 use locklab_traces::EventKind;
 
-pub const FAULTS: &[FaultKind] = &[
-    FaultKind::Pause,
-    FaultKind::Slow,
-    FaultKind::Loss,
-    FaultKind::Delay,
-    FaultKind::ClockJump,
-    FaultKind::Crash,
-    FaultKind::Restart,
-    FaultKind::Failover,
-];
+/// Every fault kind applies: Redis instances restart, fail over and jump
+/// their clocks, clients pause, slow down and crash, messages are lost and delayed.
+pub const FAULTS: &[FaultKind] = &FaultKind::ALL;
 
 /// Acquire step 0: waiting for the SET replies.
 const VOTING: u8 = 0;

@@ -7,21 +7,14 @@
 //!
 //! The clients' rules are the watchdog's, unchanged.
 
-use super::{Protocol, Service, redis_client as rc, watchdog};
+use super::{Protocol, Renewal, Service, redis_client as rc, watchdog};
 use crate::client::Ctx;
 use crate::faults::FaultKind;
 use crate::world::Reply;
 
-pub const FAULTS: &[FaultKind] = &[
-    FaultKind::Pause,
-    FaultKind::Slow,
-    FaultKind::Loss,
-    FaultKind::Delay,
-    FaultKind::ClockJump,
-    FaultKind::Crash,
-    FaultKind::Restart,
-    FaultKind::Failover,
-];
+/// Every fault kind applies: Redis instances restart, fail over and jump
+/// their clocks, clients pause, slow down and crash, messages are lost and delayed.
+pub const FAULTS: &[FaultKind] = &FaultKind::ALL;
 
 pub struct Replicated;
 
@@ -38,8 +31,8 @@ impl Protocol for Replicated {
     fn faults(&self) -> &'static [FaultKind] {
         FAULTS
     }
-    fn has_watchdog(&self) -> bool {
-        true
+    fn renewal(&self) -> Renewal {
+        Renewal::Watchdog
     }
     fn start_acquire(&self, x: &mut Ctx, c: u8) {
         rc::acquire_set_nx_px(x, c);
@@ -47,19 +40,7 @@ impl Protocol for Replicated {
     fn on_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
         watchdog::on_reply(x, c, reply);
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        rc::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         watchdog::start_release(x, c);
-    }
-    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
-        watchdog::renew(x, c);
-    }
-    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        watchdog::on_renewed(x, c, reply);
-    }
-    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
-        watchdog::on_renew_timeout(x, c);
     }
 }

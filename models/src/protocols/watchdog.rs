@@ -15,7 +15,7 @@
 //! a finished or crashed business thread. `--renew-cap` stops renewing after
 //! that many ticks, the article's fallback against a stuck holder.
 
-use super::{Protocol, Service, redis_client as rc};
+use super::{Protocol, Renewal, Service, redis_client as rc};
 use crate::client::{Ctx, ignore};
 use crate::ev;
 use crate::faults::FaultKind;
@@ -132,8 +132,8 @@ impl Protocol for Watchdog {
     fn faults(&self) -> &'static [FaultKind] {
         FAULTS
     }
-    fn has_watchdog(&self) -> bool {
-        true
+    fn renewal(&self) -> Renewal {
+        Renewal::Watchdog
     }
     fn start_acquire(&self, x: &mut Ctx, c: u8) {
         rc::acquire_set_nx_px(x, c);
@@ -141,19 +141,7 @@ impl Protocol for Watchdog {
     fn on_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
         on_reply(x, c, reply);
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        rc::on_timeout_default(x, c);
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         start_release(x, c);
-    }
-    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
-        renew(x, c);
-    }
-    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        on_renewed(x, c, reply);
-    }
-    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
-        on_renew_timeout(x, c);
     }
 }

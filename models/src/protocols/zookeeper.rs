@@ -7,7 +7,7 @@
 //! ensemble again. Optional fencing: the node's czxid (its creation
 //! revision) is the token (`--resource-check`).
 
-use super::{CONSENSUS_FAULTS, Protocol, Service, coord_client as cc};
+use super::{CONSENSUS_FAULTS, Protocol, Renewal, Service, coord_client as cc};
 use crate::client::{Ctx, ignore};
 use crate::faults::FaultKind;
 use crate::world::{Cmd, Phase, Reply};
@@ -45,6 +45,9 @@ impl Protocol for Zookeeper {
     fn issues_tokens(&self) -> bool {
         true
     }
+    fn renewal(&self) -> Renewal {
+        Renewal::Heartbeat
+    }
     fn service_label(&self) -> &'static str {
         "ZooKeeper ensemble"
     }
@@ -78,23 +81,7 @@ impl Protocol for Zookeeper {
             _ => ignore(x, c, reply),
         }
     }
-    fn on_timeout(&self, x: &mut Ctx, c: u8) {
-        match x.phase(c) {
-            // Retrying finds our own node again (protected mode).
-            Phase::Acquire(_) => x.retry(c, "no answer"),
-            _ => x.finish_round(c),
-        }
-    }
     fn start_release(&self, x: &mut Ctx, c: u8) {
         cc::release(x, c);
-    }
-    fn on_watchdog(&self, x: &mut Ctx, c: u8) {
-        cc::heartbeat(x, c);
-    }
-    fn on_watchdog_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
-        cc::on_heartbeat(x, c, reply);
-    }
-    fn on_watchdog_timeout(&self, x: &mut Ctx, c: u8) {
-        cc::on_heartbeat_timeout(x, c);
     }
 }
