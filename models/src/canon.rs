@@ -225,6 +225,11 @@ fn hash_node(h: &mut Fingerprinter, n: &RedisNode, p: &[u8]) {
                 ttl: e.ttl,
             })
             .hash(h),
+            ReplOp::SetAndIncr(e) => ReplOp::SetAndIncr(Entry {
+                val: map_val(e.val, p),
+                ttl: e.ttl,
+            })
+            .hash(h),
             other => other.hash(h),
         }
     }
@@ -413,7 +418,7 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
                 e.val = map_val(e.val, p);
             }
             for op in &mut n.backlog {
-                if let ReplOp::Set(e) = op {
+                if let ReplOp::Set(e) | ReplOp::SetAndIncr(e) = op {
                     e.val = map_val(e.val, p);
                 }
             }

@@ -51,6 +51,10 @@ fn replicate_later(w: &mut World, p: usize, op: ReplOp) {
                 val: e.val,
                 ttl: for_replica(w, p, e.ttl),
             }),
+            ReplOp::SetAndIncr(e) => ReplOp::SetAndIncr(Entry {
+                val: e.val,
+                ttl: for_replica(w, p, e.ttl),
+            }),
             ReplOp::Expire(t) => ReplOp::Expire(for_replica(w, p, t)),
             other => other,
         };
@@ -147,8 +151,7 @@ pub fn execute(w: &mut World, s: u8, from: u8, cmd: Cmd) -> Reply {
                 w.redis[si].lock = Some(e);
                 w.redis[si].counter += 1;
                 let token = w.redis[si].counter;
-                replicate_later(w, si, ReplOp::Set(e));
-                replicate_later(w, si, ReplOp::Incr);
+                replicate_later(w, si, ReplOp::SetAndIncr(e));
                 w.issue_token(token);
                 Reply::Token(token)
             }
@@ -221,7 +224,10 @@ pub fn replicate(w: &mut World, p: u8, log: &mut Log) {
                 e.ttl = t;
             }
         }
-        ReplOp::Incr => rep.counter += 1,
+        ReplOp::SetAndIncr(e) => {
+            rep.lock = Some(e);
+            rep.counter += 1;
+        }
     }
     ev!(
         log,
@@ -238,7 +244,7 @@ pub fn op_text(op: ReplOp) -> String {
         ReplOp::Set(e) => format!("SET lock {} PXAT", e.val.text()),
         ReplOp::Del => "DEL lock".into(),
         ReplOp::Expire(_) => "PEXPIREAT lock".into(),
-        ReplOp::Incr => "INCR token".into(),
+        ReplOp::SetAndIncr(e) => format!("MULTI SET lock {} PXAT; INCR token EXEC", e.val.text()),
     }
 }
 
@@ -304,7 +310,7 @@ pub fn tick(m: &LockModel, w: &mut World, n: Ticks, log: &mut Log) {
                 }
                 for op in &mut node.backlog {
                     match op {
-                        ReplOp::Set(e) => e.ttl = shift(e.ttl, by, floor),
+                        ReplOp::Set(e) | ReplOp::SetAndIncr(e) => e.ttl = shift(e.ttl, by, floor),
                         ReplOp::Expire(t) => *t = shift(*t, by, floor),
                         _ => {}
                     }
@@ -347,7 +353,7 @@ pub fn clock_jump(m: &LockModel, w: &mut World, s: u8, by: STicks, log: &mut Log
         for p in 0..w.redis.len() {
             for op in &mut w.redis[p].backlog {
                 match op {
-                    ReplOp::Set(e) => e.ttl = shift(e.ttl, by, floor),
+                    ReplOp::Set(e) | ReplOp::SetAndIncr(e) => e.ttl = shift(e.ttl, by, floor),
                     ReplOp::Expire(t) => *t = shift(*t, by, floor),
                     _ => {}
                 }

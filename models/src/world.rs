@@ -273,7 +273,9 @@ pub enum ReplOp {
     Set(Entry),
     Del,
     Expire(Ttl),
-    Incr,
+    /// A fenced acquire script's effects, `SET` and `INCR token`: Redis 7
+    /// ships a script's writes to replicas as one `MULTI`/`EXEC`.
+    SetAndIncr(Entry),
 }
 
 /// One Redis server.
