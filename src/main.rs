@@ -7,6 +7,7 @@ mod check;
 mod cli;
 mod list;
 mod options;
+mod replay_cmd;
 mod report;
 mod trace_cmd;
 mod util;
