@@ -233,6 +233,14 @@ fn plan(m: &LockModel, path: &[Action]) -> Plan {
     }
 }
 
+/// The replicated pair's replica.
+fn replica(w: &World) -> Result<usize, Error> {
+    w.redis
+        .iter()
+        .position(|n| n.role == Role::Replica && !n.is_dead())
+        .ok_or_else(|| Error::Input("the trace fails over a primary that has no replica".into()))
+}
+
 /// A request the driver sent and what came back.
 struct Exchange {
     model: Reply,
@@ -301,7 +309,7 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
     let plan = plan(&m, &path);
     let w0 = m.init();
     let replicated = m.proto.service() == Service::Replicated;
-    let specs = (0..w0.redis.len())
+    let specs: Vec<ServerSpec> = (0..w0.redis.len())
         .map(|s| ServerSpec {
             name: w0.server_name(s as u8),
             replica_of: (replicated && w0.redis[s].role == Role::Replica)
@@ -311,7 +319,7 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
         .collect();
 
     let begin = Instant::now();
-    let cluster = Cluster::start(specs, opts.servers.clone())?;
+    let cluster = Cluster::start(specs.clone(), opts.servers.clone())?;
     let start_ms = begin.elapsed().as_secs_f64() * 1e3;
     let mut d = Driver {
         m: &m,
@@ -336,12 +344,15 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
         .cluster
         .servers
         .iter()
-        .map(|s| ServerLine {
+        .zip(&specs)
+        .map(|(s, first)| ServerLine {
             name: s.spec.name.clone(),
             port: s.port,
             pids: s.pids.clone(),
             shimmed: s.spec.shimmed,
-            replica_of: s.spec.replica_of.map(|p| w0.server_name(p as u8)),
+            // The role it started with; a failover promotes the replica.
+            replica_of: first.replica_of.map(|p| w0.server_name(p as u8)),
+            promoted: first.replica_of.is_some() && s.spec.replica_of.is_none(),
         })
         .collect();
     let max_late_ms = d.max_late.as_secs_f64() * 1e3;
@@ -638,11 +649,7 @@ impl Driver<'_> {
     /// it loses none, catches up now); the primary is killed, the replica
     /// thawed and promoted with `REPLICAOF NO ONE`.
     fn fail_over(&mut self, w: &World, p: usize, did: &mut Vec<String>) -> Result<(), Error> {
-        let r = w
-            .redis
-            .iter()
-            .position(|n| n.role == Role::Replica && !n.is_dead())
-            .ok_or_else(|| Error::Input("failover without a replica".into()))?;
+        let r = replica(w)?;
         if !self.cluster.servers[r].frozen {
             self.cluster.wait_replicated(p, r)?;
             did.push(format!(
@@ -680,11 +687,7 @@ impl Driver<'_> {
     /// through its socket buffer (real-redis.md §5).
     fn cut_replica(&mut self, w: &World) -> Result<String, Error> {
         let p = w.primary() as usize;
-        let r = w
-            .redis
-            .iter()
-            .position(|n| n.role == Role::Replica && !n.is_dead())
-            .ok_or_else(|| Error::Input("a failover plan without a replica".into()))?;
+        let r = replica(w)?;
         self.cluster.wait_replicated(p, r)?;
         self.cluster.freeze(r, true)?;
         let killed = self

@@ -57,7 +57,10 @@ pub struct ServerLine {
     /// Every PID it had (more than one after a restart).
     pub pids: Vec<u32>,
     pub shimmed: bool,
+    /// The server it replicated at the start.
     pub replica_of: Option<String>,
+    /// A failover made it the primary.
+    pub promoted: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -154,6 +157,9 @@ impl Report {
             let mut extra = Vec::new();
             if let Some(r) = &s.replica_of {
                 extra.push(format!("replica of {r}"));
+            }
+            if s.promoted {
+                extra.push("promoted by the failover".to_string());
             }
             if s.shimmed {
                 extra.push("under the clock-shift shim".to_string());

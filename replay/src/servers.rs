@@ -233,7 +233,15 @@ impl Cluster {
                     }
                     p
                 }
-                None => free_port()?,
+                // Two lookups can return the same port while nothing
+                // listens yet: ask again until it is not taken by an
+                // earlier server.
+                None => loop {
+                    let p = free_port()?;
+                    if !cluster.servers.iter().any(|s| s.port == p) {
+                        break p;
+                    }
+                },
             };
             cluster.servers.push(Server {
                 spec,
