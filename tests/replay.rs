@@ -82,8 +82,12 @@ fn pids(stdout: &str) -> Vec<u32> {
         .lines()
         .find(|l| l.starts_with("cleanup:"))
         .expect("a cleanup line");
-    let inner = &line[line.find("(pids ").expect("pids") + 6..line.find(')').unwrap()];
-    inner.split(", ").map(|p| p.parse().unwrap()).collect()
+    let start = line.find("(pids ").expect("pids") + 6;
+    let end = start + line[start..].find(';').expect("end of the pid list");
+    line[start..end]
+        .split(", ")
+        .map(|p| p.parse().unwrap())
+        .collect()
 }
 
 fn running(pid: u32) -> bool {
@@ -214,6 +218,35 @@ fn replicated_failover_really_loses_the_unreplicated_lock() {
     );
     assert!(
         out.contains("as c2#1: real Redis granted it on 1 server(s), 1 needed (redis2 OK)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_failover_keeps_the_replicated_writes_and_loses_only_the_rest() {
+    let _g = serial();
+    need_redis();
+    let d = scratch("orphan");
+    // c1's SET reaches the replica, its release (DEL) does not: after the
+    // failover the promoted replica still holds c1's lock.
+    let f = check(
+        &d,
+        "orphan",
+        &[
+            "replicated",
+            "--no-cancel",
+            "--faults",
+            "failover",
+            "--invariants",
+            "no_orphan_lock",
+        ],
+    );
+    let out = replays(&f, "no_orphan_lock");
+    assert!(out.contains("redis2: applies SET lock c1#1 PXAT"), "{out}");
+    assert!(out.contains("1 unreplicated write lost"), "{out}");
+    assert!(out.contains("state: redis1: model - | real nil ✓"), "{out}");
+    assert!(
+        out.contains("state: redis2: model c1#1 ttl 5 | real \"c1#1\" pttl"),
         "{out}"
     );
 }

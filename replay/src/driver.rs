@@ -219,11 +219,10 @@ fn plan(m: &LockModel, path: &[Action]) -> Plan {
             }
             let len = w.redis[s].backlog.len();
             if len < o.len() {
+                // Emptied (a restart, a resync): whatever is left is new.
                 o.clear();
-                o.resize(len, i);
-            } else {
-                o.resize(len, i);
             }
+            o.resize(len, i);
         }
     }
     Plan {
@@ -254,12 +253,22 @@ struct Observed {
     token: Option<i64>,
 }
 
+/// A real reply to an acquisition command.
+#[derive(Clone)]
+struct Grant {
+    server: u8,
+    /// The lock value it tried to set.
+    val: String,
+    reply: String,
+    granted: bool,
+}
+
 /// Real observations the verdict is stated from.
 #[derive(Default)]
 struct Evidence {
     /// Per client: real replies to the acquisition commands of its current
-    /// attempt, as (server, value it tried to set, reply, granted).
-    grants: Vec<Vec<(u8, String, String, bool)>>,
+    /// attempt.
+    grants: Vec<Vec<Grant>>,
     /// Accepted resource writes: (step, writer, its lock was really granted).
     writes: Vec<(usize, u8, bool)>,
     /// The first command that touched another client's lock: (sentence,
@@ -361,6 +370,7 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
     drop(d.observers);
     d.cluster.shutdown();
     let stop_ms = stop_begin.elapsed().as_secs_f64() * 1e3;
+    let survivors = d.cluster.survivors();
     Ok(Report {
         protocol: m.proto.name().to_string(),
         invariant: t.invariant.clone(),
@@ -371,6 +381,7 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
         rows,
         finals: finals.into_iter().map(|(_, c)| c).collect(),
         verdict,
+        survivors,
         timing: Timing {
             start_ms,
             replay_ms,
@@ -597,7 +608,12 @@ impl Driver<'_> {
             w.client_name(c)
         ));
         if let Some(val) = acquires(cmd) {
-            self.ev.grants[c as usize].push((s, val, real.text(), granted(&real)));
+            self.ev.grants[c as usize].push(Grant {
+                server: s,
+                val,
+                reply: real.text(),
+                granted: granted(&real),
+            });
         }
         if let (Cmd::FencedSet { .. }, Value::Int(t)) = (cmd, &real) {
             if let Some(max) = self.ev.max_token
@@ -752,8 +768,8 @@ impl Driver<'_> {
         let val = w.clients[c as usize].val(c).text();
         let mut servers: Vec<u8> = self.ev.grants[c as usize]
             .iter()
-            .filter(|g| g.3 && g.1 == val)
-            .map(|g| g.0)
+            .filter(|g| g.granted && g.val == val)
+            .map(|g| g.server)
             .collect();
         servers.sort();
         servers.dedup();
@@ -902,8 +918,8 @@ impl Driver<'_> {
                     let val = cl.val(c).text();
                     let oks: Vec<String> = self.ev.grants[i]
                         .iter()
-                        .filter(|g| g.3 && g.1 == val)
-                        .map(|g| format!("{} {}", w.server_name(g.0), g.2))
+                        .filter(|g| g.granted && g.val == val)
+                        .map(|g| format!("{} {}", w.server_name(g.server), g.reply))
                         .collect();
                     let n = self.grant_count(w, c);
                     let enough = n >= self.needed();

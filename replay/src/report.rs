@@ -95,6 +95,8 @@ pub struct Report {
     /// Every serving server read at the end.
     pub finals: Vec<Check>,
     pub verdict: Verdict,
+    /// Server PIDs that still existed after the stop (should be none).
+    pub survivors: Vec<u32>,
     pub timing: Timing,
 }
 
@@ -263,13 +265,20 @@ impl Report {
                 t.max_late_ms
             ),
         );
-        let pids: Vec<String> = self.pids().iter().map(u32::to_string).collect();
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
         p(
             &mut out,
-            format!(
-                "cleanup:     every redis-server started was stopped (pids {}); their directories are removed",
-                pids.join(", ")
-            ),
+            if self.survivors.is_empty() {
+                format!(
+                    "cleanup:     every redis-server started was stopped (pids {}; none exists any more); their directories are removed",
+                    list(&self.pids())
+                )
+            } else {
+                format!(
+                    "cleanup:     WARNING: pids {} still exist after the stop",
+                    list(&self.survivors)
+                )
+            },
         );
         out
     }
