@@ -12,9 +12,7 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    long_about = "Replay a counterexample against real redis-server processes.
-
-Starts the redis-server processes the trace needs on 127.0.0.1 (free ports, a fresh \
+    after_long_help = "Starts the redis-server processes the trace needs on 127.0.0.1 (free ports, a fresh \
 empty --dir each, no persistence), drives the trace step by step over its own RESP \
 connections, and prints, for every step, the reply the model predicted beside the \
 reply real Redis gave, and the real lock state beside the model's. Client pauses, \
@@ -25,7 +23,8 @@ failover freezes and cuts off the replica before the write the model loses.
 
 Exit codes: 0 every reply and reading matched the model and the violation happened \
 for real; 1 a mismatch (or the violation did not happen); 2 bad input or \
-environment (redis-server missing, port in use, a server not up in time); 130 \
+environment (redis-server missing, port in use, a server not up in time, the driver \
+falling behind its real-time schedule); 130 \
 interrupted. Every server started is stopped in every case."
 )]
 pub struct ReplayArgs {

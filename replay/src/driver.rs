@@ -26,10 +26,13 @@ use crate::{Error, interrupt};
 use locklab_models::action::Action;
 use locklab_models::invariants::Invariant;
 use locklab_models::protocols::Service;
-use locklab_models::world::{Body, Chan, Cmd, Log, Node, Phase, Reply, Role, Ticks, Ttl, World};
+use locklab_models::world::{
+    Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Role, Ticks, Ttl, World,
+};
 use locklab_models::{LockModel, redis, trace};
 use locklab_traces::Trace;
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::time::{Duration, Instant};
 
 /// Real milliseconds per model tick unless told otherwise. Long enough that
@@ -478,7 +481,7 @@ impl Driver<'_> {
         match *a {
             Action::Deliver { msg } => match (msg.from, msg.to, msg.body) {
                 (Node::Client(c), Node::Redis(s), Body::Req(cmd)) => {
-                    return self.send(w, c, s, msg.chan, cmd, did).map(Some);
+                    return self.send(w, c, s, msg, cmd, did).map(Some);
                 }
                 (Node::Redis(_), Node::Client(c), Body::Reply(_)) => did.push(format!(
                     "nothing real: the reply was read when its request ran; now {} handles it",
@@ -570,11 +573,12 @@ impl Driver<'_> {
         w: &World,
         c: u8,
         s: u8,
-        chan: Chan,
+        msg: Msg,
         cmd: Cmd,
         did: &mut Vec<String>,
     ) -> Result<Exchange, Error> {
         let si = s as usize;
+        let chan = msg.chan;
         // The model's prediction: the same `execute` the transition runs.
         let mut probe = w.clone();
         let model = redis::execute(&mut probe, s, c, cmd);
@@ -586,13 +590,11 @@ impl Driver<'_> {
         };
         let (args, shown) = command(cmd, self.tick_ms);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let key = (c, s, chan);
-        if !self.conns.contains_key(&key) {
-            let conn = self.cluster.connect(si)?;
-            self.conns.insert(key, conn);
-        }
         let name = self.name(si);
-        let conn = self.conns.get_mut(&key).expect("inserted above");
+        let conn = match self.conns.entry((c, s, chan)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.cluster.connect(si)?),
+        };
         let real = conn.call(&refs).map_err(|e| {
             Error::Env(format!(
                 "{name} did not answer {}'s {shown}: {e}",
@@ -607,7 +609,9 @@ impl Driver<'_> {
             "sent {shown} on {}'s{chan_text} connection to {name}",
             w.client_name(c)
         ));
-        if let Some(val) = acquires(cmd) {
+        // A grant counts only if its client is still waiting for it (an
+        // abandoned request's OK reaches nobody).
+        if let Some(val) = acquires(cmd).filter(|_| !msg.orphan) {
             self.ev.grants[c as usize].push(Grant {
                 server: s,
                 val,
@@ -781,11 +785,10 @@ impl Driver<'_> {
     }
 
     fn observer(&mut self, s: usize) -> Result<&mut Conn, Error> {
-        if !self.observers.contains_key(&s) {
-            let c = self.cluster.connect(s)?;
-            self.observers.insert(s, c);
-        }
-        Ok(self.observers.get_mut(&s).expect("inserted above"))
+        Ok(match self.observers.entry(s) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.cluster.connect(s)?),
+        })
     }
 
     /// Reads server `s`'s lock (and token counter) on the driver's own
