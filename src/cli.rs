@@ -31,6 +31,8 @@ pub enum Command {
     Trace(crate::trace_cmd::TraceCommand),
     /// Measure the search: states, states per second and memory per state on fixed configurations
     Bench(crate::bench::BenchArgs),
+    /// Replay a counterexample against real redis-server processes and check they conform to the model
+    Replay(crate::replay_cmd::ReplayArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -79,6 +81,7 @@ pub fn run() -> i32 {
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
         Command::Bench(b) => crate::bench::run(b),
+        Command::Replay(r) => crate::replay_cmd::run(r),
     };
     match result {
         Ok(code) => code,

@@ -8,6 +8,7 @@ mod cli;
 mod ladder;
 mod list;
 mod options;
+mod replay_cmd;
 mod report;
 mod trace_cmd;
 mod util;

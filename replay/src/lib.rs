@@ -1,0 +1,91 @@
+//! `locklab replay`: runs a counterexample the model found against real
+//! `redis-server` processes and reports, step by step, whether real Redis
+//! replied what the model predicted, and whether the invariant violation
+//! really happened.
+//!
+//! * [`servers`]: the redis-server processes (127.0.0.1 only, free ports,
+//!   fresh empty dirs, no persistence, always stopped) and the clock shim.
+//! * [`resp`]: the RESP client the driver speaks.
+//! * [`driver`]: walks the trace through the model and does the real thing
+//!   for every step.
+//! * [`report`]: the conformance report and the verdict.
+//!
+//! The driver plays every client (and the protected resource, which is the
+//! model's): a client pause is the driver not sending for that client, a
+//! lost request is one it never sends, a lost reply one it reads and hides.
+//! Servers suffer real faults: clock jumps through the clock-shift shim,
+//! restarts by `kill -9` and a fresh empty start, failover by the recipe
+//! that really loses an unreplicated write.
+
+pub mod driver;
+pub mod report;
+pub mod resp;
+pub mod servers;
+
+pub use driver::{DEFAULT_TICK_MS, Options, replay};
+pub use report::Report;
+pub use servers::ServerOptions;
+
+/// Why a replay could not run to its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The trace cannot be replayed (it does not validate, or its protocol
+    /// does not run on Redis).
+    Input(String),
+    /// The machine cannot run it: redis-server missing, a port in use, a
+    /// server that did not come up in time, the driver too slow for the
+    /// tick length.
+    Env(String),
+    /// Ctrl-C (or SIGTERM) arrived; every server was stopped.
+    Interrupted,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Input(m) | Error::Env(m) => f.write_str(m),
+            Error::Interrupted => {
+                f.write_str("interrupted; every redis-server it started is stopped")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Ctrl-C and SIGTERM handling without extra crates: the handler only sets
+/// a flag; the driver checks it between steps and while it waits, then
+/// returns `Error::Interrupted`, and the servers are stopped on the way out.
+pub mod interrupt {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_signal(_sig: i32) {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+    }
+
+    /// Catches SIGINT and SIGTERM for the rest of the process.
+    #[cfg(unix)]
+    pub fn install() {
+        unsafe extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        const SIGINT: i32 = 2;
+        const SIGTERM: i32 = 15;
+        let handler: extern "C" fn(i32) = on_signal;
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            signal(SIGINT, handler as usize);
+            signal(SIGTERM, handler as usize);
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub fn install() {}
+
+    pub fn interrupted() -> bool {
+        INTERRUPTED.load(Ordering::SeqCst)
+    }
+}
