@@ -283,6 +283,29 @@ fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
 }
 
 #[test]
+fn fencing_redis_failover_hands_out_the_same_token_twice_for_real() {
+    let _g = serial();
+    need_redis();
+    let d = scratch("fenced");
+    let f = check(
+        &d,
+        "fenced",
+        &[
+            "fencing-redis",
+            "--faults",
+            "failover",
+            "--invariants",
+            "token_monotonic",
+        ],
+    );
+    let out = replays(&f, "token_monotonic");
+    assert!(
+        out.contains("really granted c2 token 1 after token 1 had already been granted"),
+        "{out}"
+    );
+}
+
+#[test]
 fn a_redis_that_behaves_differently_is_a_mismatch() {
     let _g = serial();
     need_redis();

@@ -89,8 +89,10 @@ pub fn px(ttl: Ticks, tick_ms: u64) -> u64 {
     ttl as u64 * tick_ms + tick_ms / 2
 }
 
-/// The real command for a model command, and how to show it.
-fn command(cmd: Cmd, tick_ms: u64) -> (Vec<String>, String) {
+/// The real command for a model command, and how to show it. Only Redis
+/// commands have one: traces of the consensus-service protocols are refused
+/// before any step runs.
+fn command(cmd: Cmd, tick_ms: u64) -> Result<(Vec<String>, String), Error> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     let (args, shown) = match cmd {
         Cmd::SetNxPx { val, ttl } => {
@@ -143,8 +145,21 @@ fn command(cmd: Cmd, tick_ms: u64) -> (Vec<String>, String) {
                 ),
             )
         }
+        Cmd::Open
+        | Cmd::Lock { .. }
+        | Cmd::Create { .. }
+        | Cmd::Txn { .. }
+        | Cmd::Order { .. }
+        | Cmd::Watch { .. }
+        | Cmd::KeepAlive
+        | Cmd::Remove { .. } => {
+            return Err(Error::Input(format!(
+                "{} is a consensus-service request, not a Redis command",
+                cmd.text()
+            )));
+        }
     };
-    (args, shown)
+    Ok((args, shown))
 }
 
 /// Whether real Redis replied what the model predicted.
@@ -531,6 +546,11 @@ impl Driver<'_> {
                 "nothing real: {}'s clock is the driver's bookkeeping (the model's)",
                 client(c)
             )),
+            // The model never offers it: a consensus service's clock is monotonic.
+            Action::ClockJump {
+                node: Node::Service,
+                ..
+            } => {}
             Action::Restart { server } => {
                 let s = server as usize;
                 did.push(self.kill(s));
@@ -588,7 +608,7 @@ impl Driver<'_> {
         } else {
             None
         };
-        let (args, shown) = command(cmd, self.tick_ms);
+        let (args, shown) = command(cmd, self.tick_ms)?;
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let name = self.name(si);
         let conn = match self.conns.entry((c, s, chan)) {
@@ -873,7 +893,7 @@ impl Driver<'_> {
         let touched: Vec<usize> = match *a {
             Action::Deliver { msg } => match msg.to {
                 Node::Redis(s) => vec![s as usize],
-                Node::Client(_) => vec![],
+                Node::Client(_) | Node::Service => vec![],
             },
             Action::ClockJump {
                 node: Node::Redis(s),
