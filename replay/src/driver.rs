@@ -1052,16 +1052,16 @@ mod tests {
             client: 1,
             round: 0,
         };
-        let (args, shown) = command(Cmd::SetNxPx { val, ttl: 6 }, 200);
+        let (args, shown) = command(Cmd::SetNxPx { val, ttl: 6 }, 200).expect("a Redis command");
         assert_eq!(args, ["SET", "lock", "c2#1", "NX", "PX", "1300"]);
         assert_eq!(shown, "SET lock c2#1 NX PX 1300");
-        let (args, _) = command(Cmd::Expire { ttl: 2 }, 100);
+        let (args, _) = command(Cmd::Expire { ttl: 2 }, 100).expect("a Redis command");
         assert_eq!(args, ["PEXPIRE", "lock", "250"]);
-        let (args, shown) = command(Cmd::Cad { val }, 100);
+        let (args, shown) = command(Cmd::Cad { val }, 100).expect("a Redis command");
         assert_eq!(args[0], "EVAL");
         assert_eq!(args[2..], ["1", "lock", "c2#1"]);
         assert_eq!(shown, "EVAL <compare-and-delete> 1 lock c2#1");
-        let (args, _) = command(Cmd::FencedSet { val, ttl: 1 }, 100);
+        let (args, _) = command(Cmd::FencedSet { val, ttl: 1 }, 100).expect("a Redis command");
         assert_eq!(args[2..], ["2", "lock", "token", "c2#1", "150"]);
     }
 
