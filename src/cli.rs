@@ -31,6 +31,10 @@ pub enum Command {
     Trace(crate::trace_cmd::TraceCommand),
     /// Measure the search: states, states per second and memory per state on fixed configurations
     Bench(crate::bench::BenchArgs),
+    /// Seeded random runs with realistic timings (milliseconds): violation rates per acquisition
+    Simulate(Box<crate::sim_cmd::SimulateArgs>),
+    /// Combine the --json summaries of `simulate --shard` runs into the single-machine result
+    Merge(crate::sim_cmd::MergeArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -79,6 +83,8 @@ pub fn run() -> i32 {
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
         Command::Bench(b) => crate::bench::run(b),
+        Command::Simulate(a) => crate::sim_cmd::run(a),
+        Command::Merge(a) => crate::sim_cmd::merge(a),
     };
     match result {
         Ok(code) => code,

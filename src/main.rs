@@ -8,6 +8,7 @@ mod cli;
 mod list;
 mod options;
 mod report;
+mod sim_cmd;
 mod trace_cmd;
 mod util;
 
