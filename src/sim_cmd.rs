@@ -547,24 +547,33 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
             sh.index, sh.count, r.start, r.end
         );
     }
-    let _ = writeln!(o, "  timing:   {}", timing_line(c));
-    let _ = writeln!(o, "  faults:   {}", faults_line(c));
-    for p in &s.points {
-        let at = match (&s.sweep, &p.value) {
-            (Some(param), Some(v)) => format!("{param}={v}: "),
-            _ => String::new(),
-        };
+    if let Some(param) = &s.sweep {
+        let values: Vec<&str> = s.points.iter().filter_map(|p| p.value.as_deref()).collect();
         let _ = writeln!(
             o,
-            "  totals:   {at}{} acquisitions, {} steps, {:.1} h simulated; {} run{} cut at the {} ms horizon",
-            thousands(p.acquisitions),
-            thousands(p.steps),
-            p.simulated_ms as f64 / 3.6e6,
-            thousands(p.cut),
-            if p.cut == 1 { "" } else { "s" },
-            c.horizon
+            "  sweep:    {param} = {} (the table's first column; every other option as below)",
+            values.join(", ")
         );
     }
+    let _ = writeln!(o, "  timing:   {}", timing_line(c));
+    let _ = writeln!(o, "  faults:   {}", faults_line(c));
+    let sum = |f: fn(&PointResult) -> u64| s.points.iter().map(f).sum::<u64>();
+    let cut = sum(|p| p.cut);
+    let _ = writeln!(
+        o,
+        "  totals:   {}{} acquisitions, {} steps, {:.1} h simulated; {} run{} cut at the {} ms horizon",
+        if s.points.len() > 1 {
+            format!("{} points; ", s.points.len())
+        } else {
+            String::new()
+        },
+        thousands(sum(|p| p.acquisitions)),
+        thousands(sum(|p| p.steps)),
+        sum(|p| p.simulated_ms) as f64 / 3.6e6,
+        thousands(cut),
+        if cut == 1 { "" } else { "s" },
+        c.horizon
+    );
     let _ = writeln!(
         o,
         "  rates:    violations per acquisition, {}",
@@ -582,6 +591,9 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
             Some(_) => format!("{:<14}", p.value.as_deref().unwrap_or("")),
             None => String::new(),
         };
+        if s.sweep.is_some() && !std::ptr::eq(p, &s.points[0]) {
+            let _ = writeln!(o);
+        }
         for inv in Invariant::ALL {
             match p.invariants.iter().find(|r| r.invariant == inv.name()) {
                 Some(r) => {
@@ -653,6 +665,19 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
                 let _ = writeln!(
                     o,
                     "  pass --out-dir DIR to write the table as CSV and the chart as SVG"
+                );
+            }
+        }
+        if let (Some(param), Some(p)) = (&s.sweep, s.points.iter().find(|p| p.any_violation())) {
+            let seed = p.invariants.iter().filter_map(|r| r.first_seed).min();
+            let mut at = s.clone();
+            if let (Some(v), Some(seed)) = (&p.value, seed)
+                && at.config.set(param, v).is_ok()
+            {
+                let _ = writeln!(
+                    o,
+                    "  replay a point's first violation, e.g. at {param}={v}: {}",
+                    rerun(&at, seed, out_dir)
                 );
             }
         }

@@ -95,7 +95,12 @@ pub fn svg(s: &Summary) -> String {
         xs.iter().cloned().fold(f64::INFINITY, f64::min),
         xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
     );
-    if !(x1 > x0) {
+    if x1 > x0 {
+        // Half a step of room on either side keeps the end points off the frame.
+        let pad = (x1 - x0) / (2.0 * (xs.len() - 1).max(1) as f64);
+        x0 -= pad;
+        x1 += pad;
+    } else {
         x0 -= 1.0;
         x1 += 1.0;
     }
@@ -118,8 +123,20 @@ pub fn svg(s: &Summary) -> String {
     }
     e0 = e0.max(-15);
     let xp = |x: f64| L + (x - x0) / (x1 - x0) * pw;
-    let ye = |e: f64| T + ph - (e - e0 as f64) / (e1 - e0) as f64 * ph;
-    let yp = |v: f64| ye(if v > 0.0 { lg(v).max(e0 as f64) } else { e0 as f64 });
+    // The decades fill the plot but a lane at the bottom, where rates of 0
+    // (no violation seen) sit: a log scale has no 0.
+    const ZERO_LANE: f64 = 32.0;
+    const GAP: f64 = 16.0;
+    let zero_y = T + ph - ZERO_LANE / 2.0;
+    let ye =
+        |e: f64| T + (ph - ZERO_LANE - GAP) * (1.0 - (e - e0 as f64) / (e1 - e0) as f64);
+    let yp = |v: f64| {
+        if v > 0.0 {
+            ye(lg(v).max(e0 as f64))
+        } else {
+            zero_y
+        }
+    };
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -153,6 +170,15 @@ pub fn svg(s: &Summary) -> String {
             decade(e)
         );
     }
+    let _ = writeln!(
+        o,
+        r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#bbb" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" text-anchor="end">0</text>"##,
+        T + ph - ZERO_LANE,
+        L + pw,
+        T + ph - ZERO_LANE,
+        L - 8.0,
+        zero_y + 4.0
+    );
     // X ticks at the points (thinned when crowded).
     let every = xs.len().div_ceil(12).max(1);
     for (i, (x, p)) in xs.iter().zip(&s.points).enumerate() {
@@ -188,7 +214,7 @@ pub fn svg(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        r##"<text x="{L}" y="{:.1}" fill="#666" font-size="11">A point on the bottom edge means no violation was seen; its bar reaches the interval's upper bound.</text>"##,
+        r##"<text x="{L}" y="{:.1}" fill="#666" font-size="11">A hollow point in the bottom lane (0) means no violation was seen; its bar reaches the interval's upper bound.</text>"##,
         H - 12.0
     );
     // One series per invariant; bars dodged sideways so they do not overlap.
@@ -223,7 +249,7 @@ pub fn svg(s: &Summary) -> String {
         let lx = L + pw + 20.0;
         let _ = writeln!(
             o,
-            r##"<line x1="{lx}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text><text x="{:.1}" y="{:.1}" fill="#666" font-size="11">{} violations in all</text>"##,
+            r##"<line x1="{lx}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text><text x="{:.1}" y="{:.1}" fill="#666" font-size="11">{} violations over all points</text>"##,
             lx + 24.0,
             lx + 30.0,
             ly + 4.0,
