@@ -96,6 +96,13 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
     pub latency_p99: Option<String>,
 
+    /// Median replication lag from primary to replica, log-normal (replicated) [default: 1]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub repl_lag_p50: Option<String>,
+    /// 99th percentile of the replication lag [default: 100]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub repl_lag_p99: Option<String>,
+
     /// Probability that a message is lost [default: 0.0001]
     #[arg(long, value_name = "P", help_heading = "Faults (rates per second)")]
     pub loss: Option<String>,
@@ -163,6 +170,8 @@ impl SimulateArgs {
             ("work-p99", &self.work_p99),
             ("latency-p50", &self.latency_p50),
             ("latency-p99", &self.latency_p99),
+            ("repl-lag-p50", &self.repl_lag_p50),
+            ("repl-lag-p99", &self.repl_lag_p99),
             ("loss", &self.loss),
             ("pause-rate", &self.pause_rate),
             ("pause-p50", &self.pause_p50),
@@ -429,8 +438,7 @@ fn finish(mut s: Summary, out_dir: Option<&Path>, json: bool) -> Result<i32, Fai
         let dir_name = |seed: u64, inv: &str| out_dir.map(|d| trace_file(d, &s, inv, seed));
         let mut infos = Vec::new();
         for r in &s.points[0].invariants {
-            let (Some(seed), Some(inv)) = (r.first_seed, Invariant::from_name(&r.invariant))
-            else {
+            let (Some(seed), Some(inv)) = (r.first_seed, Invariant::from_name(&r.invariant)) else {
                 infos.push(None);
                 continue;
             };
@@ -574,13 +582,13 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
         if cut == 1 { "" } else { "s" },
         c.horizon
     );
-    let _ = writeln!(
-        o,
-        "  rates:    violations per acquisition, {}",
-        s.interval
-    );
+    let _ = writeln!(o, "  rates:    violations per acquisition, {}", s.interval);
     let _ = writeln!(o);
-    let lead = s.sweep.as_deref().map(|p| format!("{p:<14}")).unwrap_or_default();
+    let lead = s
+        .sweep
+        .as_deref()
+        .map(|p| format!("{p:<14}"))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
         "  {lead}{:<17} {:<13} {:>10} {:>13}  {:<8} {:<20} first seed",
@@ -687,6 +695,15 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
 
 fn timing_line(c: &SimConfig) -> String {
     let proto = c.proto().ok();
+    let lag =
+        if proto.is_some_and(|p| p.service() == locklab_models::protocols::Service::Replicated) {
+            format!(
+                "; replication lag p50 {} / p99 {} ms",
+                c.repl_lag_p50, c.repl_lag_p99
+            )
+        } else {
+            String::new()
+        };
     let renew = if proto.is_some_and(|p| p.has_watchdog()) {
         format!(
             " (renewed every {} ms)",
@@ -696,7 +713,7 @@ fn timing_line(c: &SimConfig) -> String {
         String::new()
     };
     format!(
-        "ttl {} ms{renew}; work p50 {} / p99 {} ms; latency p50 {} / p99 {} ms; timeout {} ms; think {} ms; backoff {}..{} ms",
+        "ttl {} ms{renew}; work p50 {} / p99 {} ms; latency p50 {} / p99 {} ms{lag}; timeout {} ms; think {} ms; backoff {}..{} ms",
         c.ttl,
         c.work_p50,
         c.work_p99,
@@ -773,7 +790,7 @@ fn thread_cpu_seconds() -> Option<f64> {
     let mut ts = Timespec { sec: 0, nsec: 0 };
     // SAFETY: clock_gettime writes one timespec through a valid pointer.
     let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| ts.sec as f64 + ts.nsec as f64 * 1e-9)
+    (rc == 0).then_some(ts.sec as f64 + ts.nsec as f64 * 1e-9)
 }
 
 #[cfg(not(target_os = "linux"))]

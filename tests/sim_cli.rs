@@ -167,7 +167,12 @@ fn a_sweep_writes_a_csv_and_a_chart() {
     let svg = std::fs::read_to_string(dir.join("watchdog.sweep-ttl.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
     assert_eq!(svg.matches("<polyline").count(), 4);
-    for label in ["mutual_exclusion", "no_orphan_lock", "ttl (ms)", "log scale"] {
+    for label in [
+        "mutual_exclusion",
+        "no_orphan_lock",
+        "ttl (ms)",
+        "log scale",
+    ] {
         assert!(svg.contains(label), "{label}");
     }
     assert!(stdout(&o).contains("wrote "));
@@ -184,10 +189,7 @@ fn bad_options_get_a_clear_error_and_exit_2() {
         ),
         (&["--sweep", "tll=1..2:1"], "did you mean 'ttl'"),
         (&["--sweep", "ttl=100..10:5"], "the end is below the start"),
-        (
-            &["--sweep", "pause-p99=1..30:10"],
-            "below --pause-p50",
-        ),
+        (&["--sweep", "pause-p99=1..30:10"], "below --pause-p50"),
         (&["--failover-rate", "0.1"], "does not apply to lua-release"),
         (&["--instances", "3"], "it is an option of redlock"),
         (&["--acquisitions", "9"], "--acquisitions 9 is out of range"),
@@ -206,7 +208,10 @@ fn bad_options_get_a_clear_error_and_exit_2() {
         let o = locklab(&args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected {needle:?} in {err:?}"
+        );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(stdout(&o).is_empty(), "{args:?} printed a result");
     }

@@ -81,10 +81,14 @@ impl LockModel {
         // Under open timing an idle client starts when the simulator says,
         // so the end of its minimum backoff is no reason to stop time.
         let idle = !self.params.open_timing;
-        [redis::next_deadline(w), client::next_deadline(w, idle), held]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            redis::next_deadline(w),
+            client::next_deadline(w, idle),
+            held,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The steps enabled in `w`, in a fixed order. Urgent steps come first;

@@ -89,7 +89,12 @@ pub fn svg(s: &Summary) -> String {
     let xs: Vec<f64> = s
         .points
         .iter()
-        .map(|p| p.value.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0.0))
+        .map(|p| {
+            p.value
+                .as_deref()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0)
+        })
         .collect();
     let (mut x0, mut x1) = (
         xs.iter().cloned().fold(f64::INFINITY, f64::min),
@@ -128,8 +133,7 @@ pub fn svg(s: &Summary) -> String {
     const ZERO_LANE: f64 = 32.0;
     const GAP: f64 = 16.0;
     let zero_y = T + ph - ZERO_LANE / 2.0;
-    let ye =
-        |e: f64| T + (ph - ZERO_LANE - GAP) * (1.0 - (e - e0 as f64) / (e1 - e0) as f64);
+    let ye = |e: f64| T + (ph - ZERO_LANE - GAP) * (1.0 - (e - e0 as f64) / (e1 - e0) as f64);
     let yp = |v: f64| {
         if v > 0.0 {
             ye(lg(v).max(e0 as f64))
@@ -227,7 +231,11 @@ pub fn svg(s: &Summary) -> String {
         for (x, p) in xs.iter().zip(&s.points) {
             let r = &p.invariants[j];
             let (px, py) = (xp(*x) + dodge, yp(r.rate));
-            let _ = write!(line, "{}{px:.1},{py:.1}", if line.is_empty() { "" } else { " " });
+            let _ = write!(
+                line,
+                "{}{px:.1},{py:.1}",
+                if line.is_empty() { "" } else { " " }
+            );
             let _ = writeln!(
                 o,
                 r#"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="{c}" stroke-width="1.5" opacity="0.7"/>"#,

@@ -59,6 +59,10 @@ pub struct SimConfig {
     /// One-way network latency, log-normal.
     pub latency_p50: f64,
     pub latency_p99: f64,
+    /// Replication lag of each write from a primary to its replica,
+    /// log-normal (replicated protocols only).
+    pub repl_lag_p50: f64,
+    pub repl_lag_p99: f64,
     /// Probability that a message is lost.
     pub loss: f64,
     /// Process pauses (GC, VM freeze) per second per client, and their
@@ -114,6 +118,8 @@ impl SimConfig {
             work_p99: 3_000.0,
             latency_p50: 0.5,
             latency_p99: 5.0,
+            repl_lag_p50: 1.0,
+            repl_lag_p99: 100.0,
             loss: 1e-4,
             pause_rate: 1.0,
             pause_p50: 20.0,
@@ -191,6 +197,7 @@ impl SimConfig {
         for (what, p50, p99) in [
             ("work", self.work_p50, self.work_p99),
             ("latency", self.latency_p50, self.latency_p99),
+            ("repl-lag", self.repl_lag_p50, self.repl_lag_p99),
             ("pause", self.pause_p50, self.pause_p99),
         ] {
             if !p50.is_finite() || p50 <= 0.0 || p50 > MAX_TICKS as f64 {
@@ -264,8 +271,8 @@ impl SimConfig {
             }
         }
         p.max_faults = None;
-        p.renew_every = ((self.ttl as f64 * self.renew_ratio + 0.5) as u64)
-            .clamp(1, MAX_TICKS as u64) as u32;
+        p.renew_every =
+            ((self.ttl as f64 * self.renew_ratio + 0.5) as u64).clamp(1, MAX_TICKS as u64) as u32;
         p.renew_cap = self.renew_cap;
         p.renew_unchecked = self.renew_unchecked;
         p.no_cancel = self.no_cancel;
@@ -440,6 +447,8 @@ pub static OPTIONS: &[Opt] = &[
     real!("work-p99", work_p99),
     real!("latency-p50", latency_p50),
     real!("latency-p99", latency_p99),
+    real!("repl-lag-p50", repl_lag_p50),
+    real!("repl-lag-p99", repl_lag_p99),
     real!("loss", loss),
     real!("pause-rate", pause_rate),
     real!("pause-p50", pause_p50),
@@ -466,9 +475,7 @@ pub static OPTIONS: &[Opt] = &[
                 "random" => Scheduler::Random,
                 "ordered" => Scheduler::Ordered,
                 _ => {
-                    return Err(format!(
-                        "--scheduler {v:?}: expected random or ordered"
-                    ));
+                    return Err(format!("--scheduler {v:?}: expected random or ordered"));
                 }
             };
             Ok(())
@@ -502,6 +509,12 @@ pub fn applies(name: &str, proto: &dyn Protocol) -> Result<(), String> {
         "failover-rate" => Some(FaultKind::Failover),
         _ => None,
     };
+    if name.starts_with("repl-lag") && proto.service() != Service::Replicated {
+        return Err(format!(
+            "--{name} does not apply to {}: only a replicated lock service has a replica",
+            proto.name()
+        ));
+    }
     if let Some(k) = fault
         && !proto.faults().contains(&k)
     {
@@ -572,17 +585,33 @@ mod tests {
     fn bad_values_are_named() {
         let mut c = SimConfig::defaults("watchdog");
         c.pause_rate = -1.0;
-        assert!(c.validate().unwrap_err().contains("--pause-rate -1 is negative"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("--pause-rate -1 is negative")
+        );
         let mut c = SimConfig::defaults("watchdog");
         c.pause_p99 = 5.0;
         assert!(c.validate().unwrap_err().contains("below --pause-p50"));
         let mut c = SimConfig::defaults("watchdog");
         assert!(c.set("ttl", "-5").unwrap_err().contains("whole number"));
         c.ttl = 0;
-        assert!(c.validate().unwrap_err().contains("--ttl 0 is out of range"));
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("--ttl 0 is out of range")
+        );
         let lua = protocols::by_name("lua-release").unwrap();
-        assert!(applies("failover-rate", lua).unwrap_err().contains("does not apply"));
-        assert!(applies("renew-ratio", lua).unwrap_err().contains("option of watchdog"));
+        assert!(
+            applies("failover-rate", lua)
+                .unwrap_err()
+                .contains("does not apply")
+        );
+        assert!(
+            applies("renew-ratio", lua)
+                .unwrap_err()
+                .contains("option of watchdog")
+        );
         assert!(applies("pause-p99", lua).is_ok());
     }
 }

@@ -25,7 +25,7 @@
 use crate::config::{Scheduler, SimConfig};
 use crate::dist::{LogNormal, Rng};
 use locklab_models::protocols::Service;
-use locklab_models::world::{Chan, Log, Msg, Node, Phase, World};
+use locklab_models::world::{Chan, Log, Msg, Node, Phase, Role, World};
 use locklab_models::{Action, FaultKind, Invariant, LockModel};
 
 /// Steps after which a run is cut (far beyond any run the horizon allows;
@@ -40,6 +40,8 @@ pub struct Plan {
     pub applies: [bool; 5],
     work: LogNormal,
     latency: LogNormal,
+    repl_lag: LogNormal,
+    replicated: bool,
     pause: LogNormal,
     on: [bool; 8],
     /// Redis servers a failover can strike.
@@ -65,6 +67,8 @@ impl Plan {
             applies: Invariant::ALL.map(|i| i.applies(proto)),
             work: LogNormal::from_percentiles(cfg.work_p50, cfg.work_p99),
             latency: LogNormal::from_percentiles(cfg.latency_p50, cfg.latency_p99),
+            repl_lag: LogNormal::from_percentiles(cfg.repl_lag_p50, cfg.repl_lag_p99),
+            replicated: proto.service() == Service::Replicated,
             pause: LogNormal::from_percentiles(cfg.pause_p50, cfg.pause_p99),
             on,
             failover_targets,
@@ -125,6 +129,8 @@ enum Ev {
     Arrive(Msg),
     /// A message is lost instead.
     Lose(Msg),
+    /// The replica applies the next write of this primary's stream.
+    Replicate(u8),
     /// A fault strikes: Pause, Crash, ClockJump, Restart or Failover.
     Fault(Action),
 }
@@ -137,6 +143,7 @@ impl Ev {
             Ev::Resume(client) => Action::Resume { client },
             Ev::Arrive(msg) => Action::Deliver { msg },
             Ev::Lose(msg) => Action::Drop { msg },
+            Ev::Replicate(server) => Action::Replicate { server },
             Ev::Fault(a) => a,
         }
     }
@@ -312,6 +319,9 @@ impl<'p> Runner<'p> {
         }
         if self.record {
             self.out.path.push(a);
+        }
+        if self.plan.replicated {
+            self.reconcile_replication();
         }
         // Time passing, pauses, resumes, clock jumps and the end of work
         // neither send nor take messages nor change what a client is doing
@@ -530,13 +540,13 @@ impl<'p> Runner<'p> {
             }
             _ => true,
         });
-        for c in 0..n {
+        for (c, (has_start, has_finish)) in has.into_iter().enumerate().take(n) {
             let cl = &self.w.clients[c];
             if !cl.alive {
                 continue;
             }
             let (phase, timer, round) = (cl.phase, cl.timer, cl.round);
-            if phase == Phase::Idle && timer.is_some() && !has[c].0 {
+            if phase == Phase::Idle && timer.is_some() && !has_start {
                 let retry = self.started[c] == Some(round);
                 let d = if retry {
                     self.rng
@@ -546,7 +556,7 @@ impl<'p> Runner<'p> {
                 };
                 self.schedule(d, Ev::Start(c as u8));
             }
-            if phase == Phase::Work && timer.is_none() && !has[c].1 {
+            if phase == Phase::Work && timer.is_none() && !has_finish {
                 let d = self.rng.sample(&p.work);
                 self.schedule(d, Ev::Finish(c as u8));
             }
@@ -596,6 +606,37 @@ impl<'p> Runner<'p> {
         }
     }
 
+    /// One pending replication per primary with writes its replica has
+    /// not applied (time passing can add one: a key expiring on the primary
+    /// replicates its `DEL`).
+    fn reconcile_replication(&mut self) {
+        for s in 0..self.w.redis.len() {
+            let server = s as u8;
+            let pending = self
+                .events
+                .iter()
+                .position(|e| e.ev == Ev::Replicate(server));
+            let n = &self.w.redis[s];
+            let replica_up = self
+                .w
+                .redis
+                .iter()
+                .any(|r| r.role == Role::Replica && r.is_up());
+            let wanted =
+                replica_up && n.role == Role::Primary && n.is_up() && !n.backlog.is_empty();
+            match (wanted, pending) {
+                (true, None) => {
+                    let d = self.rng.sample(&self.plan.repl_lag);
+                    self.schedule(d, Ev::Replicate(server));
+                }
+                (false, Some(i)) => {
+                    self.events.remove(i);
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn check(&mut self) {
         for (i, inv) in Invariant::ALL.into_iter().enumerate() {
             if self.plan.applies[i]
@@ -613,13 +654,13 @@ impl<'p> Runner<'p> {
 }
 
 /// Whether `a` is one of the steps the model says must happen before time
-/// may pass (see `LockModel::enabled`): a busy client's due step, a
-/// watchdog timer, replication. Under open timing no delivery is urgent, and
-/// an idle client's start is the environment's choice.
+/// may pass (see `LockModel::enabled`): a busy client's due step or a
+/// watchdog timer. Under open timing no delivery or replication is urgent
+/// (the simulator times them), and an idle client's start is its own choice.
 fn urgent(w: &World, a: &Action) -> bool {
     match *a {
         Action::Step { client } => w.clients[client as usize].phase != Phase::Idle,
-        Action::Watchdog { .. } | Action::Replicate { .. } => true,
+        Action::Watchdog { .. } => true,
         _ => false,
     }
 }
@@ -633,5 +674,11 @@ fn in_transit(m: &Msg, gathers: bool) -> bool {
 
 /// The same packet, whether or not its sender has since given up on it.
 fn same_packet(a: &Msg, b: &Msg) -> bool {
-    Msg { orphan: false, ..*a } == Msg { orphan: false, ..*b }
+    Msg {
+        orphan: false,
+        ..*a
+    } == Msg {
+        orphan: false,
+        ..*b
+    }
 }

@@ -66,7 +66,7 @@ pub fn simulate(
         vec![work()]
     } else {
         std::thread::scope(|s| {
-            let hs: Vec<_> = (0..threads).map(|_| s.spawn(&work)).collect();
+            let hs: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
             hs.into_iter()
                 .map(|h| h.join().expect("a simulation thread panicked"))
                 .collect()

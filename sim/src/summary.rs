@@ -26,8 +26,16 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = Z975 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    let lo = if k == 0.0 { 0.0 } else { (centre - half).max(0.0) };
-    let hi = if k == n { 1.0 } else { (centre + half).min(1.0) };
+    let lo = if k == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
     (lo, hi)
 }
 
@@ -259,7 +267,9 @@ impl Summary {
                 ));
             }
             let Some(sh) = s.shard else {
-                return Err(format!("{name} is not a shard's summary (it has no \"shard\")"));
+                return Err(format!(
+                    "{name} is not a shard's summary (it has no \"shard\")"
+                ));
             };
             let differs = |what: &str| {
                 Err(format!(
@@ -276,7 +286,10 @@ impl Summary {
                 return differs("--runs");
             }
             if s.sweep != first.sweep
-                || s.points.iter().map(|p| &p.value).ne(first.points.iter().map(|p| &p.value))
+                || s.points
+                    .iter()
+                    .map(|p| &p.value)
+                    .ne(first.points.iter().map(|p| &p.value))
             {
                 return differs("sweeps");
             }
@@ -331,7 +344,10 @@ mod tests {
     fn wilson_matches_published_values() {
         // Newcombe (1998), table I: 81/263 -> 0.2553..0.3662.
         let (lo, hi) = wilson(81, 263);
-        assert!((lo - 0.2553).abs() < 5e-5 && (hi - 0.3662).abs() < 5e-5, "{lo} {hi}");
+        assert!(
+            (lo - 0.2553).abs() < 5e-5 && (hi - 0.3662).abs() < 5e-5,
+            "{lo} {hi}"
+        );
         // 0/10 -> 0..0.2775; 10/10 -> 0.7225..1.
         let (lo, hi) = wilson(0, 10);
         assert!(lo == 0.0 && (hi - 0.2775).abs() < 5e-5);

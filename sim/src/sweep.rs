@@ -70,9 +70,8 @@ impl Sweep {
             let (b, step) = rest
                 .split_once(':')
                 .ok_or_else(|| bad("a range needs a step: START..END:STEP"))?;
-            let num = |s: &str| {
-                decimal(s).ok_or_else(|| bad(&format!("{s:?} is not a decimal number")))
-            };
+            let num =
+                |s: &str| decimal(s).ok_or_else(|| bad(&format!("{s:?} is not a decimal number")));
             let (a, b, step) = (num(a)?, num(b)?, num(step)?);
             let scale = a.1.max(b.1).max(step.1);
             let (a, b, step) = (

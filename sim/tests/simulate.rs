@@ -21,7 +21,14 @@ fn summary(cfg: &SimConfig, seed: u64, runs: u64, shard: Option<Shard>, threads:
     let range = shard.map_or(0..runs, |s| s.range(runs));
     let mut s = Summary::new(cfg.clone(), seed, runs, None);
     s.shard = shard;
-    s.points = vec![simulate(&plan, None, seed, range, threads, &AtomicU64::new(0))];
+    s.points = vec![simulate(
+        &plan,
+        None,
+        seed,
+        range,
+        threads,
+        &AtomicU64::new(0),
+    )];
     s
 }
 
@@ -46,14 +53,20 @@ fn the_same_seed_gives_the_same_bytes_whatever_the_thread_count() {
     assert_eq!(a, b);
     assert_eq!(a, c);
     // And the seed matters.
-    assert_ne!(a, json(&summary(&cfg, 8, 400, None, 1)).replace("\"seed\": 8", "\"seed\": 7"));
+    assert_ne!(
+        a,
+        json(&summary(&cfg, 8, 400, None, 1)).replace("\"seed\": 8", "\"seed\": 7")
+    );
 }
 
 #[test]
 fn shards_merge_into_exactly_the_single_machine_result() {
     let cfg = stressed("lua-release");
     let whole = summary(&cfg, 3, 500, None, 2);
-    assert!(whole.any_violation(), "the stressed configuration must break something");
+    assert!(
+        whole.any_violation(),
+        "the stressed configuration must break something"
+    );
     let parts: Vec<(String, Summary)> = (0..4)
         .map(|i| {
             let sh = Shard { index: i, count: 4 };
@@ -77,7 +90,11 @@ fn shards_merge_into_exactly_the_single_machine_result() {
     let mut c2 = cfg.clone();
     c2.ttl = 20_000;
     other[2].1 = summary(&c2, 3, 500, Some(Shard { index: 2, count: 4 }), 1);
-    assert!(Summary::merge(other).unwrap_err().contains("options differ"));
+    assert!(
+        Summary::merge(other)
+            .unwrap_err()
+            .contains("options differ")
+    );
 }
 
 #[test]
@@ -90,7 +107,11 @@ fn a_first_violation_replays_and_its_seed_alone_reproduces_it() {
     let t = violation_trace(&plan, seed, Invariant::MutualExclusion).unwrap();
     assert_eq!(t.engine, "simulate");
     assert_eq!(t.seed, Some(seed));
-    assert_eq!(t.violation_step, t.steps.len(), "the trace ends at the violation");
+    assert_eq!(
+        t.violation_step,
+        t.steps.len(),
+        "the trace ends at the violation"
+    );
     trace::validate(&t).unwrap();
     // The seed run alone (as `--seed S --runs 1` does) finds the same trace.
     let alone = summary(&cfg, seed, 1, None, 1);
@@ -98,9 +119,8 @@ fn a_first_violation_replays_and_its_seed_alone_reproduces_it() {
     let again = violation_trace(&plan, seed, Invariant::MutualExclusion).unwrap();
     assert_eq!(t.to_json(), again.to_json());
     // A seed without a violation says so.
-    let clean = (1..).find(|s| {
-        summary(&cfg, *s, 1, None, 1).points[0].invariants[0].violations == 0
-    });
+    let clean =
+        (1..).find(|s| summary(&cfg, *s, 1, None, 1).points[0].invariants[0].violations == 0);
     assert!(violation_trace(&plan, clean.unwrap(), Invariant::MutualExclusion).is_err());
 }
 
@@ -131,6 +151,21 @@ fn what_the_checker_proves_safe_never_breaks_and_what_it_breaks_does() {
     cfg.latency_p99 = 50.0;
     let s = summary(&cfg, 1, 1500, None, 2);
     assert!(rate_of(&s, "no_orphan_lock").violations > 0);
+}
+
+#[test]
+fn a_failover_loses_the_writes_replication_had_not_carried_yet() {
+    let at = |lag_p50: f64, lag_p99: f64| {
+        let mut c = SimConfig::defaults("replicated");
+        c.pause_rate = 0.0;
+        c.failover_rate = 0.05;
+        c.repl_lag_p50 = lag_p50;
+        c.repl_lag_p99 = lag_p99;
+        rate_of(&summary(&c, 1, 3000, None, 2), "mutual_exclusion").violations
+    };
+    let (fast, slow) = (at(0.1, 0.2), at(50.0, 5000.0));
+    assert!(slow > 0, "a lagging replica must lose a lock on failover");
+    assert!(slow > 5 * fast.max(1), "lag {fast} vs {slow}");
 }
 
 #[test]
