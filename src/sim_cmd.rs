@@ -15,13 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Seeded random runs of the model with realistic timings; how often each
-/// invariant breaks per lock acquisition.
-///
-/// All durations here are MILLISECONDS (one model tick = 1 ms), unlike
-/// `check`, whose ticks are 5 s. Rates are events per second of simulated
-/// time, per client, server or node. Run i uses seed SEED+i: the same seed
-/// and options give the same bytes on every machine and thread count.
+/// The options of `locklab simulate` (its help text is on `cli::Command`).
+/// Every value is kept as text and read by `SimConfig::set`, the one parser
+/// that sweeps and shard summaries use too.
 #[derive(Args, Debug)]
 #[command(allow_negative_numbers = true)]
 pub struct SimulateArgs {
@@ -549,10 +545,19 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
     );
     if let Some(sh) = s.shard {
         let r = sh.range(s.runs);
+        let seeds = if r.is_empty() {
+            "no runs (more shards than runs)".to_string()
+        } else {
+            format!(
+                "seeds {} to {} only",
+                s.seed.wrapping_add(r.start),
+                s.seed.wrapping_add(r.end - 1)
+            )
+        };
         let _ = writeln!(
             o,
-            "  shard:    {}/{} = runs {}..{} only: a partial result; `locklab merge` the shards' --json summaries",
-            sh.index, sh.count, r.start, r.end
+            "  shard:    {}/{}: {seeds}, a partial result; `locklab merge` the shards' --json summaries",
+            sh.index, sh.count
         );
     }
     if let Some(param) = &s.sweep {

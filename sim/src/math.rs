@@ -48,12 +48,11 @@ const ODD_RECIPROCALS: [f64; 12] = {
     a
 };
 
-/// `1/n!` for n = 0..13: with |r| <= ln2/2 the exponential's Taylor series
-/// is exact to machine precision by the `r^13` term.
-const INV_FACTORIALS: [f64; 14] = {
-    let mut a = [1.0; 14];
+/// `1/n!` for n = 0..5: the exponential's Taylor coefficients.
+const INV_FACTORIALS: [f64; 6] = {
+    let mut a = [1.0; 6];
     let mut n = 1;
-    while n < 14 {
+    while n < 6 {
         a[n] = a[n - 1] / n as f64;
         n += 1;
     }
@@ -81,17 +80,93 @@ pub fn exp(x: f64) -> f64 {
     if x > 700.0 {
         return f64::MAX;
     }
-    // x = k ln2 + r with |r| <= ln2/2; e^r by its Taylor series.
-    // Round to nearest by truncating a shifted value: exact, and no libm call.
-    let q = x / LN2;
-    let k = (if q < 0.0 { q - 0.5 } else { q + 0.5 }) as i32 as f64;
-    let r = (x - k * LN2_HI) - k * LN2_LO;
+    // x = (64n + j) ln2/64 + r with |r| <= ln2/128, so
+    // e^x = 2^n * 2^(j/64) * e^r, and e^r's series is exact to machine
+    // precision by its r^5 term. Rounding to nearest by truncating a
+    // shifted value is exact and needs no libm call.
+    let q = x * (64.0 / LN2);
+    let k = (if q < 0.0 { q - 0.5 } else { q + 0.5 }) as i32;
+    let kf = k as f64;
+    let r = (x - kf * LN2_64_HI) - kf * LN2_64_LO;
     let mut sum = 0.0;
     for c in INV_FACTORIALS.iter().rev() {
         sum = sum * r + c;
     }
-    sum * pow2(k as i32)
+    sum * f64::from_bits(EXP2_64[(k & 63) as usize]) * pow2(k >> 6)
 }
+
+/// ln2/64 split so that `k * LN2_64_HI` is exact for |k| < 2^21.
+const LN2_64_HI: f64 = f64::from_bits(0x3f862e42ff000000);
+const LN2_64_LO: f64 = -6.563_929_801_064_195e-13;
+
+/// `2^(j/64)` for j = 0..63, correctly rounded (the bits of the nearest
+/// doubles, computed once with 60-digit decimal arithmetic).
+const EXP2_64: [u64; 64] = [
+    0x3ff0000000000000,
+    0x3ff02c9a3e778061,
+    0x3ff059b0d3158574,
+    0x3ff0874518759bc8,
+    0x3ff0b5586cf9890f,
+    0x3ff0e3ec32d3d1a2,
+    0x3ff11301d0125b51,
+    0x3ff1429aaea92de0,
+    0x3ff172b83c7d517b,
+    0x3ff1a35beb6fcb75,
+    0x3ff1d4873168b9aa,
+    0x3ff2063b88628cd6,
+    0x3ff2387a6e756238,
+    0x3ff26b4565e27cdd,
+    0x3ff29e9df51fdee1,
+    0x3ff2d285a6e4030b,
+    0x3ff306fe0a31b715,
+    0x3ff33c08b26416ff,
+    0x3ff371a7373aa9cb,
+    0x3ff3a7db34e59ff7,
+    0x3ff3dea64c123422,
+    0x3ff4160a21f72e2a,
+    0x3ff44e086061892d,
+    0x3ff486a2b5c13cd0,
+    0x3ff4bfdad5362a27,
+    0x3ff4f9b2769d2ca7,
+    0x3ff5342b569d4f82,
+    0x3ff56f4736b527da,
+    0x3ff5ab07dd485429,
+    0x3ff5e76f15ad2148,
+    0x3ff6247eb03a5585,
+    0x3ff6623882552225,
+    0x3ff6a09e667f3bcd,
+    0x3ff6dfb23c651a2f,
+    0x3ff71f75e8ec5f74,
+    0x3ff75feb564267c9,
+    0x3ff7a11473eb0187,
+    0x3ff7e2f336cf4e62,
+    0x3ff82589994cce13,
+    0x3ff868d99b4492ed,
+    0x3ff8ace5422aa0db,
+    0x3ff8f1ae99157736,
+    0x3ff93737b0cdc5e5,
+    0x3ff97d829fde4e50,
+    0x3ff9c49182a3f090,
+    0x3ffa0c667b5de565,
+    0x3ffa5503b23e255d,
+    0x3ffa9e6b5579fdbf,
+    0x3ffae89f995ad3ad,
+    0x3ffb33a2b84f15fb,
+    0x3ffb7f76f2fb5e47,
+    0x3ffbcc1e904bc1d2,
+    0x3ffc199bdd85529c,
+    0x3ffc67f12e57d14b,
+    0x3ffcb720dcef9069,
+    0x3ffd072d4a07897c,
+    0x3ffd5818dcfba487,
+    0x3ffda9e603db3285,
+    0x3ffdfc97337b9b5f,
+    0x3ffe502ee78b3ff6,
+    0x3ffea4afa2a490da,
+    0x3ffefa1bee615a27,
+    0x3fff50765b6e4540,
+    0x3fffa7c1819e90d8,
+];
 
 /// `2^k` for `k <= 1023`, exactly (0 below the subnormals).
 fn pow2(k: i32) -> f64 {
@@ -188,6 +263,19 @@ mod tests {
             ln(f64::MIN_POSITIVE / 8.0).round(),
             (f64::MIN_POSITIVE / 8.0).ln().round()
         );
+    }
+
+    #[test]
+    fn ln_and_exp_stay_within_a_few_ulps_everywhere() {
+        let mut x = -700.0;
+        while x < 700.0 {
+            assert!(close(exp(x), x.exp(), 4e-15), "exp {x}");
+            let y = exp(x);
+            if y > 0.0 && y.is_finite() {
+                assert!((ln(y) - x).abs() <= 4e-15 * x.abs().max(1.0), "ln(exp {x})");
+            }
+            x += 0.3701;
+        }
     }
 
     #[test]
