@@ -574,7 +574,7 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
     let cut = sum(|p| p.cut);
     let _ = writeln!(
         o,
-        "  totals:   {}{} acquisitions, {} steps, {:.1} h simulated; {} run{} cut at the {} ms horizon",
+        "  totals:   {}{} acquisitions, {} steps, {:.1} h simulated; {} run{} stopped unfinished at the {} ms horizon",
         if s.points.len() > 1 {
             format!("{} points; ", s.points.len())
         } else {

@@ -108,7 +108,8 @@ pub struct RunResult {
     pub acquisitions: u32,
     pub steps: u64,
     pub sim_ms: u64,
-    /// Stopped at the horizon (or the step cap) before every client was done.
+    /// Stopped before every client was done: at the horizon, at the step
+    /// cap, or stuck with nothing left that could happen.
     pub cut: bool,
     /// Per entry of `Invariant::ALL`: its first violation.
     pub broke: [Option<Break>; 5],
@@ -253,7 +254,9 @@ impl<'p> Runner<'p> {
                     .min();
                 let deadline = self.deadline().map(|d| self.now + d as u64);
                 let Some(until) = [next_event, deadline].into_iter().flatten().min() else {
-                    // Nothing is due and nothing ever will be.
+                    // Nothing is due and nothing ever will be, yet some
+                    // client has not finished: the run is stuck.
+                    self.out.cut = true;
                     return;
                 };
                 if until > horizon {

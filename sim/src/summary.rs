@@ -85,7 +85,7 @@ pub struct PointResult {
     pub acquisitions: u64,
     pub steps: u64,
     pub simulated_ms: u64,
-    /// Runs stopped at the horizon before every client finished.
+    /// Runs stopped before every client finished (at the horizon, or stuck).
     pub cut: u64,
     pub invariants: Vec<InvariantResult>,
 }
