@@ -16,6 +16,12 @@ pub struct BenchArgs {
     /// Worker threads for each search [default: one per core]
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Measure the simulator instead: acquisitions and steps per second on one thread
+    #[arg(long)]
+    pub sim: bool,
+    /// With --sim: runs per protocol
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub sim_runs: u64,
 }
 
 struct Case {
@@ -64,6 +70,9 @@ fn cases(heavy: bool) -> Vec<Case> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
+    if args.sim {
+        return crate::sim_cmd::bench(args.sim_runs.max(1));
+    }
     let exe = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot find the locklab executable: {e}")))?;
     if args.threads == Some(0) {

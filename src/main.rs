@@ -10,6 +10,7 @@ mod list;
 mod options;
 mod replay_cmd;
 mod report;
+mod sim_cmd;
 mod trace_cmd;
 mod util;
 

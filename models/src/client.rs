@@ -420,8 +420,9 @@ pub fn clock_bounds(m: &LockModel) -> (STicks, STicks) {
     (-slack - 1, m.params.ttl as STicks + slack + 1)
 }
 
-/// Ticks until some client timer fires or a pause ends, if any.
-pub fn next_deadline(w: &World) -> Option<Ticks> {
+/// Ticks until some client timer fires or a pause ends, if any. With
+/// `idle`, the end of an idle client's minimum backoff counts too.
+pub fn next_deadline(w: &World, idle: bool) -> Option<Ticks> {
     let mut best: Option<Ticks> = None;
     let mut consider = |t: Ticks| {
         if t > 0 {
@@ -439,6 +440,7 @@ pub fn next_deadline(w: &World) -> Option<Ticks> {
         // the client is paused.
         if cl.alive
             && cl.phase != Phase::Done
+            && (idle || cl.phase != Phase::Idle)
             && let Some(t) = cl.timer
             && (cl.phase != Phase::Work || cl.paused.is_none())
         {

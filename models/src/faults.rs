@@ -286,7 +286,12 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
                 EventKind::Note,
                 w.client_name(client),
                 None,
-                "finally finishes its slow work"
+                "{}",
+                if m.params.open_timing {
+                    "finishes its work"
+                } else {
+                    "finally finishes its slow work"
+                }
             );
         }
         Action::Pause { client } => {

@@ -88,10 +88,13 @@ impl LockModel {
             .filter_map(|m| m.held)
             .filter(|k| *k > 0 && *k != crate::world::OPEN)
             .min();
+        // Under open timing an idle client starts when the simulator says,
+        // so the end of its minimum backoff is no reason to stop time.
+        let idle = !self.params.open_timing;
         [
             redis::next_deadline(w),
             coord::next_deadline(w),
-            client::next_deadline(w),
+            client::next_deadline(w, idle),
             held,
         ]
         .into_iter()
@@ -122,13 +125,10 @@ impl LockModel {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
-        for (i, s) in w.redis.iter().enumerate() {
-            if s.role == Role::Primary && s.is_up() && !s.backlog.is_empty() {
-                let replica_up = w.redis.iter().any(|r| r.role == Role::Replica && r.is_up());
-                if replica_up {
-                    out.push(Action::Replicate { server: i as u8 });
-                }
-            }
+        // Replication is urgent for the checker; under open timing the
+        // simulator decides the replication lag.
+        if !open {
+            replicate(w, out);
         }
         let urgent = !out.is_empty();
         // Not urgent: a client starts, or retries after its backoff, at a
@@ -145,6 +145,9 @@ impl LockModel {
             if (msg.held.is_some() || open) && !dup && faults::deliverable(self, w, msg) {
                 out.push(Action::Deliver { msg: *msg });
             }
+        }
+        if open {
+            replicate(w, out);
         }
         if !urgent {
             out.push(Action::Tick { ticks: 1 });
@@ -230,6 +233,17 @@ impl LockModel {
             }
             Action::Resume { .. } | Action::Finish { .. } => "env".into(),
             _ => "env".into(),
+        }
+    }
+}
+
+/// Each primary with writes its live replica has not applied yet can
+/// replicate the next one.
+fn replicate(w: &World, out: &mut Vec<Action>) {
+    let replica_up = w.redis.iter().any(|r| r.role == Role::Replica && r.is_up());
+    for (i, s) in w.redis.iter().enumerate() {
+        if replica_up && s.role == Role::Primary && s.is_up() && !s.backlog.is_empty() {
+            out.push(Action::Replicate { server: i as u8 });
         }
     }
 }

@@ -31,6 +31,8 @@ fn phase_text(m: &LockModel, w: &World, i: usize) -> String {
         }
         Phase::Work => match c.timer {
             Some(left) => format!("in critical section (work left {left})"),
+            // Under open timing the environment decides when work ends.
+            None if m.params.open_timing => "in critical section (working)".into(),
             None => "in critical section (slow)".into(),
         },
         Phase::Write => "in critical section (write due)".into(),

@@ -1,0 +1,617 @@
+//! The simulator's options: realistic timings in milliseconds, fault rates,
+//! and the protocol knobs, with their defaults and validation, and their
+//! translation into the model's parameters (one tick = 1 ms).
+//!
+//! Every option has one name (its CLI name), used to parse it, to sweep it
+//! and to print the command that reruns a seed: the table [`OPTIONS`] is the
+//! only place that knows how to read and write each one.
+
+use locklab_models::faults::{FaultKind, UNLIMITED};
+use locklab_models::params::{MAX_TICKS, PARAMS};
+use locklab_models::protocols::{self, Protocol, Service};
+use locklab_models::{Budgets, LockModel, Params};
+use serde::{Deserialize, Serialize};
+
+/// How the simulator chooses among the steps that can happen at one instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheduler {
+    /// Uniformly at random among every step due now.
+    Random,
+    /// Always the first: the model's due steps in its fixed order, then the
+    /// environment's events by their time.
+    Ordered,
+}
+
+impl Scheduler {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheduler::Random => "random",
+            Scheduler::Ordered => "ordered",
+        }
+    }
+}
+
+/// Every option of a simulation. Durations are milliseconds; rates are
+/// events per second of simulated time, per target (client, server or node).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SimConfig {
+    pub protocol: String,
+    /// Clients competing for the lock.
+    pub clients: u8,
+    /// Acquisitions each client makes in one run.
+    pub acquisitions: u8,
+    /// Lock TTL (`PX`; for the watchdog, Redisson's `lockWatchdogTimeout`).
+    pub ttl: u32,
+    /// Watchdog renewal period as a fraction of the TTL (Redisson: 1/3).
+    pub renew_ratio: f64,
+    /// Client request timeout.
+    pub timeout: u32,
+    /// Mean think time before each acquisition (exponential).
+    pub think: f64,
+    /// Retry backoff after a failed acquisition, uniform in `min..=max`.
+    pub backoff_min: u32,
+    pub backoff_max: u32,
+    /// Critical-section work time, log-normal by its median and 99th percentile.
+    pub work_p50: f64,
+    pub work_p99: f64,
+    /// One-way network latency, log-normal.
+    pub latency_p50: f64,
+    pub latency_p99: f64,
+    /// Replication lag of each write from a primary to its replica,
+    /// log-normal (replicated protocols only).
+    pub repl_lag_p50: f64,
+    pub repl_lag_p99: f64,
+    /// Probability that a message is lost.
+    pub loss: f64,
+    /// Process pauses (GC, VM freeze) per second per client, and their
+    /// duration, log-normal.
+    pub pause_rate: f64,
+    pub pause_p50: f64,
+    pub pause_p99: f64,
+    /// Size of a wall-clock jump (forward or backward, even odds).
+    pub jump: u32,
+    /// Clock jumps per second per node (each server; each client too when
+    /// the protocol reads client clocks).
+    pub jump_rate: f64,
+    /// Client crashes per second per client.
+    pub crash_rate: f64,
+    /// Redis restarts (data lost) per second per server.
+    pub restart_rate: f64,
+    /// Failovers per second per primary.
+    pub failover_rate: f64,
+    /// Watchdog: stop renewing after this many ms of renewals.
+    pub renew_cap: Option<u32>,
+    /// Watchdog bug: renew with a plain `PEXPIRE`.
+    pub renew_unchecked: bool,
+    /// Watchdog bug: the renewal is never cancelled.
+    pub no_cancel: bool,
+    /// Redlock: number of instances (default 5).
+    pub instances: Option<u8>,
+    /// Redlock: votes needed (default N/2+1).
+    pub quorum: Option<u8>,
+    /// Redlock: clock-drift allowance (default 1% of the TTL + 2 ms).
+    pub drift: Option<u32>,
+    /// A restarted Redis stays unavailable for TTL+1 ms.
+    pub delayed_restart: bool,
+    /// A run stops at this simulated time (a client starved by a lock that
+    /// never expires would otherwise retry forever).
+    pub horizon: u32,
+    pub scheduler: Scheduler,
+}
+
+impl SimConfig {
+    /// The defaults (sources in `docs/simulation.md`).
+    pub fn defaults(protocol: &str) -> SimConfig {
+        SimConfig {
+            protocol: protocol.to_string(),
+            clients: 2,
+            acquisitions: 4,
+            ttl: 30_000,
+            renew_ratio: 1.0 / 3.0,
+            timeout: 1_000,
+            think: 100.0,
+            backoff_min: 50,
+            backoff_max: 250,
+            work_p50: 300.0,
+            work_p99: 3_000.0,
+            latency_p50: 0.5,
+            latency_p99: 5.0,
+            repl_lag_p50: 1.0,
+            repl_lag_p99: 100.0,
+            loss: 1e-4,
+            pause_rate: 1.0,
+            pause_p50: 20.0,
+            pause_p99: 2_000.0,
+            jump: 10_000,
+            jump_rate: 1e-4,
+            crash_rate: 1e-4,
+            restart_rate: 1e-5,
+            failover_rate: 1e-5,
+            renew_cap: None,
+            renew_unchecked: false,
+            no_cancel: false,
+            instances: None,
+            quorum: None,
+            drift: None,
+            delayed_restart: false,
+            horizon: 600_000,
+            scheduler: Scheduler::Random,
+        }
+    }
+
+    pub fn proto(&self) -> Result<&'static dyn Protocol, String> {
+        protocols::by_name(&self.protocol).ok_or_else(|| {
+            format!(
+                "unknown protocol '{}'; known protocols: {}",
+                self.protocol,
+                protocols::names().join(", ")
+            )
+        })
+    }
+
+    /// The fault kind each rate drives, with its rate.
+    pub fn rates(&self) -> [(FaultKind, f64); 6] {
+        [
+            (FaultKind::Pause, self.pause_rate),
+            (FaultKind::Loss, self.loss),
+            (FaultKind::ClockJump, self.jump_rate),
+            (FaultKind::Crash, self.crash_rate),
+            (FaultKind::Restart, self.restart_rate),
+            (FaultKind::Failover, self.failover_rate),
+        ]
+    }
+
+    /// Whether fault kind `k` strikes in this simulation: its rate is above
+    /// 0 and the protocol's lock service can suffer it.
+    pub fn fault_on(&self, proto: &dyn Protocol, k: FaultKind) -> bool {
+        proto.faults().contains(&k) && self.rates().iter().any(|(x, r)| *x == k && *r > 0.0)
+    }
+
+    /// Checks every value; the message names the option and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        self.proto()?;
+        for (name, v) in [
+            ("loss", self.loss),
+            ("pause-rate", self.pause_rate),
+            ("jump-rate", self.jump_rate),
+            ("crash-rate", self.crash_rate),
+            ("restart-rate", self.restart_rate),
+            ("failover-rate", self.failover_rate),
+            ("think", self.think),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!(
+                    "--{name} {v} is {}: it must be a finite number, 0 or more",
+                    if v < 0.0 { "negative" } else { "not finite" }
+                ));
+            }
+        }
+        if self.loss > 1.0 {
+            return Err(format!(
+                "--loss {} is a probability: allowed 0..=1",
+                self.loss
+            ));
+        }
+        for (what, p50, p99) in [
+            ("work", self.work_p50, self.work_p99),
+            ("latency", self.latency_p50, self.latency_p99),
+            ("repl-lag", self.repl_lag_p50, self.repl_lag_p99),
+            ("pause", self.pause_p50, self.pause_p99),
+        ] {
+            if !p50.is_finite() || p50 <= 0.0 || p50 > MAX_TICKS as f64 {
+                return Err(format!(
+                    "--{what}-p50 {p50} is out of range: the median must be above 0 and at most {MAX_TICKS} ms"
+                ));
+            }
+            if !p99.is_finite() || p99 > MAX_TICKS as f64 {
+                return Err(format!(
+                    "--{what}-p99 {p99} is out of range: at most {MAX_TICKS} ms"
+                ));
+            }
+            if p99 < p50 {
+                return Err(format!(
+                    "--{what}-p99 {p99} is below --{what}-p50 {p50}: the 99th percentile cannot be below the median"
+                ));
+            }
+        }
+        if self.backoff_min < 1 {
+            return Err("--backoff-min 0 is out of range: at least 1 ms".into());
+        }
+        if self.backoff_max < self.backoff_min {
+            return Err(format!(
+                "--backoff-max {} is below --backoff-min {}",
+                self.backoff_max, self.backoff_min
+            ));
+        }
+        if !self.renew_ratio.is_finite() || self.renew_ratio <= 0.0 || self.renew_ratio > 10.0 {
+            return Err(format!(
+                "--renew-ratio {} is out of range: a fraction of the TTL above 0 (Redisson: 1/3), at most 10",
+                self.renew_ratio
+            ));
+        }
+        // The model bounds clock readings by the jump size times the fault
+        // budget (255 for the simulator): keep that inside an i32.
+        if self.jump > MAX_JUMP {
+            return Err(format!(
+                "--jump {} is out of range: allowed 1..={MAX_JUMP} ms",
+                self.jump
+            ));
+        }
+        if self.horizon < 1 || self.horizon > MAX_TICKS {
+            return Err(format!(
+                "--horizon {} is out of range: allowed 1..={MAX_TICKS} ms",
+                self.horizon
+            ));
+        }
+        self.model().map(|_| ())
+    }
+
+    /// The model this configuration runs: the protocol's rules in simulator
+    /// mode (open timing), one tick = 1 ms, unlimited budgets for the fault
+    /// kinds that strike.
+    pub fn model(&self) -> Result<LockModel, String> {
+        let proto = self.proto()?;
+        let mut p = Params::defaults(proto);
+        p.clients = self.clients;
+        p.acquisitions = self.acquisitions;
+        p.ttl = self.ttl;
+        // Under open timing the simulator says when work ends.
+        p.work = 0;
+        p.timeout = self.timeout;
+        p.retry = self.backoff_min;
+        p.pause_max = None;
+        p.delay_max = None;
+        p.jump = self.jump;
+        p.faults = Budgets::none();
+        for (k, _) in self.rates() {
+            if self.fault_on(proto, k) {
+                p.faults.set(k, UNLIMITED);
+            }
+        }
+        p.max_faults = None;
+        p.renew_every =
+            ((self.ttl as f64 * self.renew_ratio + 0.5) as u64).clamp(1, MAX_TICKS as u64) as u32;
+        p.renew_cap = self.renew_cap;
+        p.renew_unchecked = self.renew_unchecked;
+        p.no_cancel = self.no_cancel;
+        if let Some(n) = self.instances {
+            p.instances = n;
+            p.quorum = n / 2 + 1;
+        }
+        if let Some(q) = self.quorum {
+            p.quorum = q;
+        }
+        if proto.service() == Service::Instances {
+            // redlock-rb, redlock-py and node-redlock: 1% of the TTL + 2 ms.
+            p.drift = self.drift.unwrap_or(self.ttl / 100 + 2);
+        }
+        p.delayed_restart = self.delayed_restart;
+        p.open_timing = true;
+        LockModel::new(proto, p).map_err(|e| e.0)
+    }
+
+    /// The options that differ from the defaults, as command-line words, in
+    /// the table's order: with them, `locklab simulate` runs this exact
+    /// configuration again.
+    pub fn cli_args(&self) -> Vec<String> {
+        let base = SimConfig::defaults(&self.protocol);
+        let mut out = Vec::new();
+        for o in OPTIONS {
+            let (v, d) = ((o.get)(self), (o.get)(&base));
+            if v == d || v.is_empty() {
+                continue;
+            }
+            out.push(format!("--{}", o.name));
+            if o.kind != Kind::Flag {
+                out.push(v);
+            } else if v != "true" {
+                // A flag switched off against a default of on cannot be
+                // written; no flag defaults to on.
+                out.pop();
+            }
+        }
+        out
+    }
+
+    /// Sets option `name` from its text.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let o = option(name).ok_or_else(|| format!("unknown option '{name}'"))?;
+        (o.set)(self, value.trim())
+    }
+
+    /// Option `name`'s value as text ("" when unset).
+    pub fn get(&self, name: &str) -> String {
+        option(name).map(|o| (o.get)(self)).unwrap_or_default()
+    }
+}
+
+/// Largest clock jump: 255 (the simulator's unlimited budget) times it must
+/// fit the model's 32-bit clock readings.
+pub const MAX_JUMP: u32 = 8_000_000;
+
+/// Whether an option is a number that can be swept, a switch, or a choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Number,
+    Flag,
+    Choice,
+}
+
+/// One option: its CLI name and how to read and write it.
+pub struct Opt {
+    pub name: &'static str,
+    pub kind: Kind,
+    get: fn(&SimConfig) -> String,
+    set: fn(&mut SimConfig, &str) -> Result<(), String>,
+}
+
+fn num<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T, String> {
+    v.parse::<T>()
+        .map_err(|_| format!("--{name} {v:?}: expected {what}"))
+}
+
+fn real(name: &str, v: &str) -> Result<f64, String> {
+    let x: f64 = num(name, v, "a number")?;
+    if x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("--{name} {v:?}: expected a finite number"))
+    }
+}
+
+const MS: &str = "a whole number of milliseconds (0 or more)";
+const COUNT: &str = "a whole number (0 to 255)";
+
+macro_rules! ms {
+    ($name:literal, $f:ident) => {
+        Opt {
+            name: $name,
+            kind: Kind::Number,
+            get: |c| c.$f.to_string(),
+            set: |c, v| {
+                c.$f = num($name, v, MS)?;
+                Ok(())
+            },
+        }
+    };
+}
+macro_rules! real {
+    ($name:literal, $f:ident) => {
+        Opt {
+            name: $name,
+            kind: Kind::Number,
+            get: |c| c.$f.to_string(),
+            set: |c, v| {
+                c.$f = real($name, v)?;
+                Ok(())
+            },
+        }
+    };
+}
+macro_rules! maybe {
+    ($name:literal, $f:ident, $what:expr) => {
+        Opt {
+            name: $name,
+            kind: Kind::Number,
+            get: |c| c.$f.map(|x| x.to_string()).unwrap_or_default(),
+            set: |c, v| {
+                c.$f = Some(num($name, v, $what)?);
+                Ok(())
+            },
+        }
+    };
+}
+macro_rules! flag {
+    ($name:literal, $f:ident) => {
+        Opt {
+            name: $name,
+            kind: Kind::Flag,
+            get: |c| c.$f.to_string(),
+            set: |c, v| {
+                c.$f = num($name, v, "true or false")?;
+                Ok(())
+            },
+        }
+    };
+}
+
+/// Every option, in the order help and rerun commands list them.
+pub static OPTIONS: &[Opt] = &[
+    Opt {
+        name: "clients",
+        kind: Kind::Number,
+        get: |c| c.clients.to_string(),
+        set: |c, v| {
+            c.clients = num("clients", v, COUNT)?;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "acquisitions",
+        kind: Kind::Number,
+        get: |c| c.acquisitions.to_string(),
+        set: |c, v| {
+            c.acquisitions = num("acquisitions", v, COUNT)?;
+            Ok(())
+        },
+    },
+    ms!("ttl", ttl),
+    real!("renew-ratio", renew_ratio),
+    ms!("timeout", timeout),
+    real!("think", think),
+    ms!("backoff-min", backoff_min),
+    ms!("backoff-max", backoff_max),
+    real!("work-p50", work_p50),
+    real!("work-p99", work_p99),
+    real!("latency-p50", latency_p50),
+    real!("latency-p99", latency_p99),
+    real!("repl-lag-p50", repl_lag_p50),
+    real!("repl-lag-p99", repl_lag_p99),
+    real!("loss", loss),
+    real!("pause-rate", pause_rate),
+    real!("pause-p50", pause_p50),
+    real!("pause-p99", pause_p99),
+    ms!("jump", jump),
+    real!("jump-rate", jump_rate),
+    real!("crash-rate", crash_rate),
+    real!("restart-rate", restart_rate),
+    real!("failover-rate", failover_rate),
+    maybe!("renew-cap", renew_cap, MS),
+    flag!("renew-unchecked", renew_unchecked),
+    flag!("no-cancel", no_cancel),
+    maybe!("instances", instances, COUNT),
+    maybe!("quorum", quorum, COUNT),
+    maybe!("drift", drift, MS),
+    flag!("delayed-restart", delayed_restart),
+    ms!("horizon", horizon),
+    Opt {
+        name: "scheduler",
+        kind: Kind::Choice,
+        get: |c| c.scheduler.name().to_string(),
+        set: |c, v| {
+            c.scheduler = match v {
+                "random" => Scheduler::Random,
+                "ordered" => Scheduler::Ordered,
+                _ => {
+                    return Err(format!("--scheduler {v:?}: expected random or ordered"));
+                }
+            };
+            Ok(())
+        },
+    },
+];
+
+pub fn option(name: &str) -> Option<&'static Opt> {
+    OPTIONS.iter().find(|o| o.name == name)
+}
+
+/// Names of the options a sweep can vary.
+pub fn sweepable() -> Vec<&'static str> {
+    OPTIONS
+        .iter()
+        .filter(|o| o.kind == Kind::Number)
+        .map(|o| o.name)
+        .collect()
+}
+
+/// Checks that option `name`, set by the user, means something for `proto`:
+/// a fault rate for a fault its lock service can suffer, a protocol knob for
+/// a protocol that has it.
+pub fn applies(name: &str, proto: &dyn Protocol) -> Result<(), String> {
+    let fault = match name {
+        "pause-rate" | "pause-p50" | "pause-p99" => Some(FaultKind::Pause),
+        "loss" => Some(FaultKind::Loss),
+        "jump" | "jump-rate" => Some(FaultKind::ClockJump),
+        "crash-rate" => Some(FaultKind::Crash),
+        "restart-rate" | "delayed-restart" => Some(FaultKind::Restart),
+        "failover-rate" => Some(FaultKind::Failover),
+        _ => None,
+    };
+    if name.starts_with("repl-lag") && proto.service() != Service::Replicated {
+        return Err(format!(
+            "--{name} does not apply to {}: only a replicated lock service has a replica",
+            proto.name()
+        ));
+    }
+    if let Some(k) = fault
+        && !proto.faults().contains(&k)
+    {
+        let can: Vec<&str> = proto.faults().iter().map(|f| f.name()).collect();
+        return Err(format!(
+            "--{name} does not apply to {}: fault '{}' does not; its lock service can suffer {}",
+            proto.name(),
+            k.name(),
+            can.join(", ")
+        ));
+    }
+    // The model's own table says which protocols have which knob.
+    let model_name = match name {
+        "renew-ratio" => "renew-every",
+        n => n,
+    };
+    if let Some(info) = PARAMS.iter().find(|p| p.name == model_name)
+        && let Some(only) = info.only
+        && !only.contains(&proto.name())
+    {
+        return Err(format!(
+            "--{name} does not apply to {}: it is an option of {}",
+            proto.name(),
+            only.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_for_every_protocol() {
+        for p in protocols::ALL {
+            let c = SimConfig::defaults(p.name());
+            c.validate().unwrap();
+            assert!(c.cli_args().is_empty());
+        }
+    }
+
+    #[test]
+    fn cli_args_round_trip_through_set() {
+        let mut c = SimConfig::defaults("redlock");
+        c.set("ttl", "12000").unwrap();
+        c.set("pause-p99", "0.1").unwrap();
+        c.set("pause-p50", "0.05").unwrap();
+        c.set("renew-ratio", "0.3333").unwrap();
+        c.set("instances", "3").unwrap();
+        c.set("delayed-restart", "true").unwrap();
+        c.set("scheduler", "ordered").unwrap();
+        let args = c.cli_args();
+        let mut back = SimConfig::defaults("redlock");
+        let mut words = args.iter().peekable();
+        while let Some(w) = words.next() {
+            let name = w.trim_start_matches("--");
+            let v = match words.peek() {
+                Some(v) if !v.starts_with("--") => words.next().unwrap().as_str(),
+                _ => "true",
+            };
+            back.set(name, v).unwrap();
+        }
+        assert_eq!(back, c, "{args:?}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let mut c = SimConfig::defaults("watchdog");
+        c.pause_rate = -1.0;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("--pause-rate -1 is negative")
+        );
+        let mut c = SimConfig::defaults("watchdog");
+        c.pause_p99 = 5.0;
+        assert!(c.validate().unwrap_err().contains("below --pause-p50"));
+        let mut c = SimConfig::defaults("watchdog");
+        assert!(c.set("ttl", "-5").unwrap_err().contains("whole number"));
+        c.ttl = 0;
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .contains("--ttl 0 is out of range")
+        );
+        let lua = protocols::by_name("lua-release").unwrap();
+        assert!(
+            applies("failover-rate", lua)
+                .unwrap_err()
+                .contains("does not apply")
+        );
+        assert!(
+            applies("renew-ratio", lua)
+                .unwrap_err()
+                .contains("option of watchdog")
+        );
+        assert!(applies("pause-p99", lua).is_ok());
+    }
+}

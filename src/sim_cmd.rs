@@ -1,0 +1,848 @@
+//! `locklab simulate` and `locklab merge`: seeded runs of the model under
+//! realistic timings, violation rates per acquisition with Wilson
+//! intervals, sweeps, shards, and the simulator benchmark.
+
+use crate::util::{EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic};
+use clap::Args;
+use locklab_models::{Invariant, protocols};
+use locklab_sim::config::{SimConfig, applies, sweepable};
+use locklab_sim::engine::{Plan, Runner};
+use locklab_sim::summary::{PointResult, Shard, Summary, TraceInfo};
+use locklab_sim::sweep::{Sweep, SweepError};
+use locklab_sim::{simulate, violation_trace};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The options of `locklab simulate` (its help text is on `cli::Command`).
+/// Every value is kept as text and read by `SimConfig::set`, the one parser
+/// that sweeps and shard summaries use too.
+#[derive(Args, Debug)]
+#[command(allow_negative_numbers = true)]
+pub struct SimulateArgs {
+    /// Protocol to simulate (`locklab list` shows them all)
+    #[arg(value_name = "PROTOCOL")]
+    pub protocol: String,
+
+    /// Base seed: run i uses seed SEED+i (`--seed SEED+i --runs 1` replays it alone)
+    #[arg(long, default_value_t = 1, help_heading = "Runs")]
+    pub seed: u64,
+    /// Runs (per sweep point)
+    #[arg(long, default_value_t = 10_000, help_heading = "Runs")]
+    pub runs: u64,
+    /// Run only shard I of N (0-based), a disjoint slice of the runs; combine the shards' --json summaries with `locklab merge`
+    #[arg(long, value_name = "I/N", help_heading = "Runs")]
+    pub shard: Option<String>,
+    /// Vary one option and chart the rates: PARAM=START..END:STEP (e.g. ttl=5000..60000:5000) or PARAM=V1,V2,...
+    #[arg(long, value_name = "PARAM=RANGE", help_heading = "Runs")]
+    pub sweep: Option<String>,
+    /// Worker threads [default: one per core]; the result does not depend on it
+    #[arg(long, value_name = "N", help_heading = "Runs")]
+    pub threads: Option<usize>,
+    /// How to order steps due at the same instant: random or ordered [default: random]
+    #[arg(long, value_name = "POLICY", help_heading = "Runs")]
+    pub scheduler: Option<String>,
+    /// Stop a run at this simulated time [default: 600000 = 10 min]
+    #[arg(long, value_name = "MS", help_heading = "Runs")]
+    pub horizon: Option<String>,
+
+    /// Print the summary as JSON on standard output
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+    /// Write each invariant's first-violation trace here (for a sweep: the CSV and the SVG chart)
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Clients competing for the lock [default: 2]
+    #[arg(long, value_name = "N", help_heading = "World")]
+    pub clients: Option<String>,
+    /// Acquisitions each client makes per run, 1 to 4 [default: 4]
+    #[arg(long, value_name = "N", help_heading = "World")]
+    pub acquisitions: Option<String>,
+
+    /// Lock TTL [default: 30000, the article's 30 s and Redisson's lockWatchdogTimeout]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub ttl: Option<String>,
+    /// Watchdog renewal period as a fraction of the TTL [default: 1/3, Redisson]
+    #[arg(long, value_name = "FRACTION", help_heading = "Timing (milliseconds)")]
+    pub renew_ratio: Option<String>,
+    /// Client request timeout [default: 1000]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub timeout: Option<String>,
+    /// Mean think time before each acquisition, exponential [default: 100]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub think: Option<String>,
+    /// Shortest retry backoff after a failed acquisition [default: 50]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub backoff_min: Option<String>,
+    /// Longest retry backoff (uniform between the two) [default: 250, as redsync]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub backoff_max: Option<String>,
+    /// Median critical-section work time, log-normal [default: 300, the article's "300 ms on average"]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub work_p50: Option<String>,
+    /// 99th percentile of the work time [default: 3000]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub work_p99: Option<String>,
+    /// Median one-way network latency, log-normal [default: 0.5]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub latency_p50: Option<String>,
+    /// 99th percentile of the latency [default: 5]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub latency_p99: Option<String>,
+
+    /// Median replication lag from primary to replica, log-normal (replicated) [default: 1]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub repl_lag_p50: Option<String>,
+    /// 99th percentile of the replication lag [default: 100]
+    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    pub repl_lag_p99: Option<String>,
+
+    /// Probability that a message is lost [default: 0.0001]
+    #[arg(long, value_name = "P", help_heading = "Faults (rates per second)")]
+    pub loss: Option<String>,
+    /// Process pauses (GC, VM freeze) per second per client [default: 1]
+    #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
+    pub pause_rate: Option<String>,
+    /// Median pause, log-normal [default: 20 ms]
+    #[arg(long, value_name = "MS", help_heading = "Faults (rates per second)")]
+    pub pause_p50: Option<String>,
+    /// 99th percentile of a pause [default: 2000 ms]
+    #[arg(long, value_name = "MS", help_heading = "Faults (rates per second)")]
+    pub pause_p99: Option<String>,
+    /// Size of a wall-clock jump, forward or backward [default: 10000 ms]
+    #[arg(long, value_name = "MS", help_heading = "Faults (rates per second)")]
+    pub jump: Option<String>,
+    /// Clock jumps per second per server (and per client for Redlock) [default: 0.0001]
+    #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
+    pub jump_rate: Option<String>,
+    /// Client crashes per second per client [default: 0.0001]
+    #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
+    pub crash_rate: Option<String>,
+    /// Redis restarts (all data lost) per second per server [default: 0.00001]
+    #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
+    pub restart_rate: Option<String>,
+    /// Failovers per second per primary (replicated, redlock) [default: 0.00001]
+    #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
+    pub failover_rate: Option<String>,
+
+    /// Watchdog: stop renewing after this many ms [default: never]
+    #[arg(long, value_name = "MS", help_heading = "Protocol knobs")]
+    pub renew_cap: Option<String>,
+    /// Watchdog bug: renew with a plain PEXPIRE, no ownership check
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub renew_unchecked: bool,
+    /// Watchdog bug: never cancel the renewal
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub no_cancel: bool,
+    /// Redlock: number of instances [default: 5]
+    #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
+    pub instances: Option<String>,
+    /// Redlock: votes needed [default: N/2+1]
+    #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
+    pub quorum: Option<String>,
+    /// Redlock: clock-drift allowance [default: 1% of the TTL + 2 ms, as redlock-rb]
+    #[arg(long, value_name = "MS", help_heading = "Protocol knobs")]
+    pub drift: Option<String>,
+    /// A restarted Redis stays unavailable for TTL+1 ms before serving
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub delayed_restart: bool,
+}
+
+impl SimulateArgs {
+    /// The options the user set, by name, as text.
+    fn given(&self) -> Vec<(&'static str, String)> {
+        let text = [
+            ("clients", &self.clients),
+            ("acquisitions", &self.acquisitions),
+            ("ttl", &self.ttl),
+            ("renew-ratio", &self.renew_ratio),
+            ("timeout", &self.timeout),
+            ("think", &self.think),
+            ("backoff-min", &self.backoff_min),
+            ("backoff-max", &self.backoff_max),
+            ("work-p50", &self.work_p50),
+            ("work-p99", &self.work_p99),
+            ("latency-p50", &self.latency_p50),
+            ("latency-p99", &self.latency_p99),
+            ("repl-lag-p50", &self.repl_lag_p50),
+            ("repl-lag-p99", &self.repl_lag_p99),
+            ("loss", &self.loss),
+            ("pause-rate", &self.pause_rate),
+            ("pause-p50", &self.pause_p50),
+            ("pause-p99", &self.pause_p99),
+            ("jump", &self.jump),
+            ("jump-rate", &self.jump_rate),
+            ("crash-rate", &self.crash_rate),
+            ("restart-rate", &self.restart_rate),
+            ("failover-rate", &self.failover_rate),
+            ("renew-cap", &self.renew_cap),
+            ("instances", &self.instances),
+            ("quorum", &self.quorum),
+            ("drift", &self.drift),
+            ("horizon", &self.horizon),
+            ("scheduler", &self.scheduler),
+        ];
+        let flags = [
+            ("renew-unchecked", self.renew_unchecked),
+            ("no-cancel", self.no_cancel),
+            ("delayed-restart", self.delayed_restart),
+        ];
+        text.into_iter()
+            .filter_map(|(n, v)| v.clone().map(|v| (n, v)))
+            .chain(
+                flags
+                    .into_iter()
+                    .filter(|(_, on)| *on)
+                    .map(|(n, _)| (n, "true".to_string())),
+            )
+            .collect()
+    }
+
+    /// The validated configuration.
+    fn config(&self) -> Result<SimConfig, Failure> {
+        let proto = protocols::by_name(&self.protocol)
+            .ok_or_else(|| unknown("protocol", &self.protocol, &protocols::names()))?;
+        let mut cfg = SimConfig::defaults(proto.name());
+        for (name, v) in self.given() {
+            applies(name, proto).map_err(Failure::input)?;
+            cfg.set(name, &v).map_err(Failure::input)?;
+        }
+        cfg.validate().map_err(Failure::input)?;
+        Ok(cfg)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Summaries written by `locklab simulate ... --shard I/N --json`, one per shard
+    #[arg(required = true, value_name = "SUMMARY")]
+    pub files: Vec<PathBuf>,
+    /// Print the merged summary as JSON on standard output
+    #[arg(long)]
+    pub json: bool,
+    /// Write each invariant's first-violation trace here (for a sweep: the CSV and the SVG chart)
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// The files a finished simulation writes into `--out-dir`.
+fn sweep_files(dir: &Path, s: &Summary) -> Option<(PathBuf, PathBuf)> {
+    let param = s.sweep.as_deref()?;
+    let stem = format!("{}.sweep-{param}", s.config.protocol);
+    Some((
+        dir.join(format!("{stem}.csv")),
+        dir.join(format!("{stem}.svg")),
+    ))
+}
+
+fn trace_file(dir: &Path, s: &Summary, inv: &str, seed: u64) -> PathBuf {
+    dir.join(format!("{}.{inv}.seed{seed}.json", s.config.protocol))
+}
+
+fn check_dir(dir: &Path) -> Result<(), Failure> {
+    if !dir.is_dir() {
+        return Err(Failure::input(format!(
+            "--out-dir {}: no such directory (create it first)",
+            dir.display()
+        )));
+    }
+    check_writable(&dir.join("probe"))
+}
+
+fn threads(t: Option<usize>) -> Result<usize, Failure> {
+    match t {
+        Some(0) => Err(Failure::input("--threads must be at least 1")),
+        Some(n) => Ok(n),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+/// A progress bar on standard error, shown only on a terminal and only
+/// once the work has taken a second.
+struct Progress {
+    done: AtomicU64,
+    stop: AtomicBool,
+    total: u64,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        Progress {
+            done: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            total,
+        }
+    }
+
+    /// Runs `work` while drawing the bar.
+    fn around<T: Send>(&self, work: impl FnOnce() -> T + Send) -> T {
+        if !std::io::stderr().is_terminal() {
+            return work();
+        }
+        std::thread::scope(|s| {
+            let bar = s.spawn(|| self.draw());
+            let out = work();
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = bar.join();
+            out
+        })
+    }
+
+    fn draw(&self) {
+        let start = Instant::now();
+        let mut shown = false;
+        while !self.stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+            let t = start.elapsed().as_secs_f64();
+            if t < 1.0 {
+                continue;
+            }
+            shown = true;
+            let done = self.done.load(Ordering::Relaxed).min(self.total);
+            let f = done as f64 / self.total.max(1) as f64;
+            let width = 30;
+            let fill = (f * width as f64) as usize;
+            let eta = if done > 0 {
+                format!("{:.0} s left", t / f - t)
+            } else {
+                String::new()
+            };
+            eprint!(
+                "\r[{}{}] {:>3.0}% {done}/{} runs, {t:.0} s, {eta}   ",
+                "#".repeat(fill),
+                ".".repeat(width - fill),
+                f * 100.0,
+                self.total
+            );
+            let _ = std::io::stderr().flush();
+        }
+        if shown {
+            eprint!("\r{}\r", " ".repeat(80));
+        }
+    }
+}
+
+pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
+    let cfg = args.config()?;
+    if args.runs == 0 {
+        return Err(Failure::input("--runs must be at least 1"));
+    }
+    let shard = args
+        .shard
+        .as_deref()
+        .map(Shard::parse)
+        .transpose()
+        .map_err(Failure::input)?;
+    let sweep = args
+        .sweep
+        .as_deref()
+        .map(Sweep::parse)
+        .transpose()
+        .map_err(|e| match e {
+            SweepError::UnknownParam(p) => unknown("sweep parameter", &p, &sweepable()),
+            SweepError::Syntax(m) => Failure::input(m),
+        })?;
+    let configs = match &sweep {
+        Some(s) => s.configs(&cfg).map_err(Failure::input)?,
+        None => vec![cfg.clone()],
+    };
+    if let Some(d) = &args.out_dir {
+        if shard.is_some() {
+            return Err(Failure::input(
+                "--out-dir with --shard: a shard writes no files; print its summary with --json and pass --out-dir to `locklab merge`",
+            ));
+        }
+        check_dir(d)?;
+    }
+    let threads = threads(args.threads)?;
+    let plans = configs
+        .iter()
+        .map(Plan::new)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Failure::input)?;
+    let range = shard.map_or(0..args.runs, |s| s.range(args.runs));
+    let mut summary = Summary::new(
+        cfg,
+        args.seed,
+        args.runs,
+        sweep.as_ref().map(|s| s.param.clone()),
+    );
+    summary.shard = shard;
+    let progress = Progress::new((range.end - range.start) * plans.len() as u64);
+    let started = Instant::now();
+    summary.points = progress.around(|| {
+        plans
+            .iter()
+            .enumerate()
+            .map(|(i, plan)| {
+                let value = sweep.as_ref().map(|s| s.values[i].clone());
+                simulate(
+                    plan,
+                    value,
+                    args.seed,
+                    range.clone(),
+                    threads,
+                    &progress.done,
+                )
+            })
+            .collect()
+    });
+    let secs = started.elapsed().as_secs_f64();
+    let acq: u64 = summary.points.iter().map(|p| p.acquisitions).sum();
+    if std::io::stderr().is_terminal() {
+        eprintln!(
+            "simulated {acq} acquisitions in {secs:.1} s ({:.0} per second, {threads} thread{})",
+            acq as f64 / secs.max(1e-9),
+            if threads == 1 { "" } else { "s" }
+        );
+    }
+    finish(summary, args.out_dir.as_deref(), args.json)
+}
+
+pub fn merge(args: &MergeArgs) -> Result<i32, Failure> {
+    let mut parts = Vec::new();
+    for f in &args.files {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| Failure::input(format!("cannot read {}: {e}", f.display())))?;
+        let s: Summary = serde_json::from_str(&text).map_err(|e| {
+            Failure::input(format!(
+                "{}: not a simulation summary ({e}); merge reads the --json output of `locklab simulate --shard`",
+                f.display()
+            ))
+        })?;
+        s.config.validate().map_err(|e| {
+            Failure::input(format!("{}: bad options in the summary: {e}", f.display()))
+        })?;
+        parts.push((f.display().to_string(), s));
+    }
+    let summary = Summary::merge(parts).map_err(Failure::input)?;
+    if let Some(d) = &args.out_dir {
+        check_dir(d)?;
+    }
+    finish(summary, args.out_dir.as_deref(), args.json)
+}
+
+/// Rebuilds the first violations' traces (of a whole, unswept result),
+/// writes the files, prints the summary; the exit code says whether
+/// anything broke.
+fn finish(mut s: Summary, out_dir: Option<&Path>, json: bool) -> Result<i32, Failure> {
+    let mut files = Vec::new();
+    if s.shard.is_none() && s.sweep.is_none() {
+        let plan = Plan::new(&s.config).map_err(Failure::input)?;
+        let dir_name = |seed: u64, inv: &str| out_dir.map(|d| trace_file(d, &s, inv, seed));
+        let mut infos = Vec::new();
+        for r in &s.points[0].invariants {
+            let (Some(seed), Some(inv)) = (r.first_seed, Invariant::from_name(&r.invariant)) else {
+                infos.push(None);
+                continue;
+            };
+            let t = violation_trace(&plan, seed, inv).map_err(|e| Failure {
+                code: 70,
+                message: format!("internal error: {e}"),
+            })?;
+            let file = dir_name(seed, &r.invariant);
+            infos.push(Some(TraceInfo {
+                steps: t.violation_step,
+                at_ms: t.steps[t.violation_step - 1].time,
+                file: file.as_ref().map(|f| f.display().to_string()),
+            }));
+            if let Some(f) = file {
+                files.push((f, t.to_json()));
+            }
+        }
+        for (r, info) in s.points[0].invariants.iter_mut().zip(infos) {
+            r.trace = info;
+        }
+    }
+    if let Some((csv, svg)) = out_dir.and_then(|d| sweep_files(d, &s))
+        && s.shard.is_none()
+    {
+        files.push((csv, locklab_sim::chart::csv(&s)));
+        files.push((svg, locklab_sim::chart::svg(&s)));
+    }
+    for (f, _) in &files {
+        check_writable(f)?;
+    }
+    for (f, text) in &files {
+        write_atomic(f, text)?;
+    }
+    if json {
+        let text = serde_json::to_string_pretty(&s).map_err(|e| Failure {
+            code: 70,
+            message: format!("internal error: {e}"),
+        })?;
+        println!("{text}");
+    } else {
+        print!("{}", render(&s, out_dir));
+    }
+    Ok(if s.any_violation() {
+        EXIT_VIOLATION
+    } else {
+        EXIT_OK
+    })
+}
+
+/// `12345` -> `12,345`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn rate(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else {
+        format!("{x:.1e}")
+    }
+}
+
+/// The command that replays one seed of this configuration alone and
+/// writes its traces.
+fn rerun(s: &Summary, seed: u64, out_dir: Option<&Path>) -> String {
+    let mut words = vec![
+        "locklab".to_string(),
+        "simulate".into(),
+        s.config.protocol.clone(),
+    ];
+    words.extend(s.config.cli_args());
+    words.extend([
+        "--seed".into(),
+        seed.to_string(),
+        "--runs".into(),
+        "1".into(),
+        "--out-dir".into(),
+        out_dir.map_or(".".into(), |d| d.display().to_string()),
+    ]);
+    words.join(" ")
+}
+
+/// The summary as text: deterministic, with no timing, so a rerun or a merge
+/// prints the same bytes.
+pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
+    use std::fmt::Write as _;
+    let c = &s.config;
+    let mut o = String::new();
+    let _ = writeln!(o, "locklab simulate {}", c.protocol);
+    let last = s.seed.wrapping_add(s.runs - 1);
+    let _ = writeln!(
+        o,
+        "  runs:     {} per point, seeds {} to {}; {} clients x {} acquisitions each; {} scheduler",
+        thousands(s.runs),
+        s.seed,
+        last,
+        c.clients,
+        c.acquisitions,
+        c.scheduler.name()
+    );
+    if let Some(sh) = s.shard {
+        let r = sh.range(s.runs);
+        let seeds = if r.is_empty() {
+            "no runs (more shards than runs)".to_string()
+        } else {
+            format!(
+                "seeds {} to {} only",
+                s.seed.wrapping_add(r.start),
+                s.seed.wrapping_add(r.end - 1)
+            )
+        };
+        let _ = writeln!(
+            o,
+            "  shard:    {}/{}: {seeds}, a partial result; `locklab merge` the shards' --json summaries",
+            sh.index, sh.count
+        );
+    }
+    if let Some(param) = &s.sweep {
+        let values: Vec<&str> = s.points.iter().filter_map(|p| p.value.as_deref()).collect();
+        let _ = writeln!(
+            o,
+            "  sweep:    {param} = {} (the table's first column; every other option as below)",
+            values.join(", ")
+        );
+    }
+    let _ = writeln!(o, "  timing:   {}", timing_line(c));
+    let _ = writeln!(o, "  faults:   {}", faults_line(c));
+    let sum = |f: fn(&PointResult) -> u64| s.points.iter().map(f).sum::<u64>();
+    let cut = sum(|p| p.cut);
+    let _ = writeln!(
+        o,
+        "  totals:   {}{} acquisitions, {} steps, {:.1} h simulated; {} run{} stopped unfinished at the {} ms horizon",
+        if s.points.len() > 1 {
+            format!("{} points; ", s.points.len())
+        } else {
+            String::new()
+        },
+        thousands(sum(|p| p.acquisitions)),
+        thousands(sum(|p| p.steps)),
+        sum(|p| p.simulated_ms) as f64 / 3.6e6,
+        thousands(cut),
+        if cut == 1 { "" } else { "s" },
+        c.horizon
+    );
+    let _ = writeln!(o, "  rates:    violations per acquisition, {}", s.interval);
+    let _ = writeln!(o);
+    let lead = s
+        .sweep
+        .as_deref()
+        .map(|p| format!("{p:<14}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "  {lead}{:<17} {:<13} {:>10} {:>13}  {:<8} {:<20} first seed",
+        "invariant", "category", "violations", "acquisitions", "rate", "95% interval"
+    );
+    for p in &s.points {
+        let lead = match &s.sweep {
+            Some(_) => format!("{:<14}", p.value.as_deref().unwrap_or("")),
+            None => String::new(),
+        };
+        if s.sweep.is_some() && !std::ptr::eq(p, &s.points[0]) {
+            let _ = writeln!(o);
+        }
+        for inv in Invariant::ALL {
+            match p.invariants.iter().find(|r| r.invariant == inv.name()) {
+                Some(r) => {
+                    let _ = writeln!(
+                        o,
+                        "  {lead}{:<17} {:<13} {:>10} {:>13}  {:<8} {:<20} {}",
+                        r.invariant,
+                        r.category,
+                        thousands(r.violations),
+                        thousands(r.acquisitions),
+                        rate(r.rate),
+                        format!("{} .. {}", rate(r.ci_low), rate(r.ci_high)),
+                        r.first_seed.map_or("-".into(), |x| x.to_string())
+                    );
+                }
+                // Said once, under the first point.
+                None if std::ptr::eq(p, &s.points[0]) => {
+                    let _ = writeln!(
+                        o,
+                        "  {lead}{:<17} {:<13} n/a: {} grants no fencing tokens",
+                        inv.name(),
+                        inv.category(),
+                        c.protocol
+                    );
+                }
+                None => {}
+            }
+        }
+    }
+    if s.shard.is_none() && s.sweep.is_none() {
+        let broken: Vec<_> = s.points[0]
+            .invariants
+            .iter()
+            .filter(|r| r.first_seed.is_some())
+            .collect();
+        if !broken.is_empty() {
+            let _ = writeln!(o);
+            let _ = writeln!(
+                o,
+                "  first violations (each rebuilt by replaying its run through the model, and validated):"
+            );
+        }
+        for r in broken {
+            let seed = r.first_seed.unwrap_or_default();
+            let _ = write!(o, "    {:<17} seed {seed}", r.invariant);
+            if let Some(t) = &r.trace {
+                let _ = write!(o, ", step {} at {:.3} s", t.steps, t.at_ms as f64 / 1000.0);
+                match &t.file {
+                    Some(f) => {
+                        let _ = writeln!(o, ": {f}");
+                    }
+                    None => {
+                        let _ = writeln!(o);
+                    }
+                }
+            } else {
+                let _ = writeln!(o);
+            }
+            let _ = writeln!(o, "      replay: {}", rerun(s, seed, out_dir));
+        }
+    }
+    if s.sweep.is_some() && s.shard.is_none() {
+        let _ = writeln!(o);
+        match out_dir.and_then(|d| sweep_files(d, s)) {
+            Some((csv, svg)) => {
+                let _ = writeln!(o, "  wrote {} and {}", csv.display(), svg.display());
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "  pass --out-dir DIR to write the table as CSV and the chart as SVG"
+                );
+            }
+        }
+        if let (Some(param), Some(p)) = (&s.sweep, s.points.iter().find(|p| p.any_violation())) {
+            let seed = p.invariants.iter().filter_map(|r| r.first_seed).min();
+            let mut at = s.clone();
+            if let (Some(v), Some(seed)) = (&p.value, seed)
+                && at.config.set(param, v).is_ok()
+            {
+                let _ = writeln!(
+                    o,
+                    "  replay a point's first violation, e.g. at {param}={v}: {}",
+                    rerun(&at, seed, out_dir)
+                );
+            }
+        }
+    }
+    o
+}
+
+fn timing_line(c: &SimConfig) -> String {
+    let proto = c.proto().ok();
+    let lag =
+        if proto.is_some_and(|p| p.service() == locklab_models::protocols::Service::Replicated) {
+            format!(
+                "; replication lag p50 {} / p99 {} ms",
+                c.repl_lag_p50, c.repl_lag_p99
+            )
+        } else {
+            String::new()
+        };
+    let renew = if proto.is_some_and(|p| p.renewal() != locklab_models::protocols::Renewal::None) {
+        format!(
+            " (renewed every {} ms)",
+            c.model().map(|m| m.params.renew_every).unwrap_or_default()
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "ttl {} ms{renew}; work p50 {} / p99 {} ms; latency p50 {} / p99 {} ms{lag}; timeout {} ms; think {} ms; backoff {}..{} ms",
+        c.ttl,
+        c.work_p50,
+        c.work_p99,
+        c.latency_p50,
+        c.latency_p99,
+        c.timeout,
+        c.think,
+        c.backoff_min,
+        c.backoff_max
+    )
+}
+
+fn faults_line(c: &SimConfig) -> String {
+    use locklab_models::FaultKind;
+    let Ok(p) = c.proto() else {
+        return String::new();
+    };
+    let on = |k| c.fault_on(p, k);
+    let mut v = Vec::new();
+    if on(FaultKind::Pause) {
+        v.push(format!(
+            "pause {}/s per client (p50 {} / p99 {} ms)",
+            c.pause_rate, c.pause_p50, c.pause_p99
+        ));
+    }
+    if on(FaultKind::Loss) {
+        v.push(format!("loss {} per message", c.loss));
+    }
+    if on(FaultKind::ClockJump) {
+        v.push(format!(
+            "clock jump ±{} ms {}/s per {}",
+            c.jump,
+            c.jump_rate,
+            if p.uses_client_clock() {
+                "server and client"
+            } else {
+                "server"
+            }
+        ));
+    }
+    if on(FaultKind::Crash) {
+        v.push(format!("crash {}/s per client", c.crash_rate));
+    }
+    if on(FaultKind::Restart) {
+        v.push(format!(
+            "restart {}/s per server{}",
+            c.restart_rate,
+            if c.delayed_restart { " (delayed)" } else { "" }
+        ));
+    }
+    if on(FaultKind::Failover) {
+        v.push(format!("failover {}/s per primary", c.failover_rate));
+    }
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join("; ")
+    }
+}
+
+/// CPU time of the calling thread: on a shared machine, wall time would
+/// count other processes' turns as ours.
+#[cfg(target_os = "linux")]
+fn thread_cpu_seconds() -> Option<f64> {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    unsafe extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then_some(ts.sec as f64 + ts.nsec as f64 * 1e-9)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn thread_cpu_seconds() -> Option<f64> {
+    None
+}
+
+/// `locklab bench --sim`: acquisitions and steps per second of one core,
+/// default timings, for the protocols the issue names.
+pub fn bench(runs: u64) -> Result<i32, Failure> {
+    println!(
+        "{:<14} {:>8} {:>13} {:>12} {:>9} {:>16} {:>14}",
+        "protocol", "runs", "acquisitions", "steps", "cpu s", "acquisitions/s", "steps/s"
+    );
+    for name in ["lua-release", "naive-del", "watchdog", "redlock"] {
+        let plan = Plan::new(&SimConfig::defaults(name)).map_err(Failure::input)?;
+        let mut tally = PointResult::new(&plan, None);
+        let mut runner = Runner::new(&plan);
+        // Warm caches and the allocator before timing.
+        for i in 0..runs.div_ceil(10) {
+            runner.run(u64::MAX - i, false);
+        }
+        let (wall, cpu) = (Instant::now(), thread_cpu_seconds());
+        for i in 0..runs {
+            let r = runner.run(1 + i, false);
+            tally.add(&plan, i, &r);
+        }
+        let secs = match (cpu, thread_cpu_seconds()) {
+            (Some(a), Some(b)) => b - a,
+            _ => wall.elapsed().as_secs_f64(),
+        }
+        .max(1e-9);
+        println!(
+            "{:<14} {:>8} {:>13} {:>12} {:>9.2} {:>16.0} {:>14.0}",
+            name,
+            runs,
+            tally.acquisitions,
+            tally.steps,
+            secs,
+            tally.acquisitions as f64 / secs,
+            tally.steps as f64 / secs
+        );
+    }
+    println!();
+    println!(
+        "one thread, seeds 1..={runs}, default timings (`locklab simulate --help`); rates per second of"
+    );
+    println!("the thread's CPU time (wall time on systems without a thread CPU clock)");
+    Ok(0)
+}

@@ -1,0 +1,227 @@
+//! `locklab simulate` and `locklab merge` as a user meets them: the same
+//! bytes for the same seed, shards that merge into the single-machine
+//! output, traces that replay, sweep files, and clear errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn locklab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("locklab-sim-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Long pauses, so that violations are found in a few hundred runs.
+const STRESS: &[&str] = &["--pause-p50", "2000", "--pause-p99", "60000"];
+
+fn sim(extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ["simulate", "lua-release", "--seed", "11", "--runs", "400"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    v.extend(STRESS.iter().map(|s| s.to_string()));
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn run(args: &[String]) -> Output {
+    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    locklab(&a)
+}
+
+#[test]
+fn same_seed_same_bytes_and_nothing_on_stderr_off_a_terminal() {
+    let a = run(&sim(&["--threads", "1"]));
+    let b = run(&sim(&["--threads", "2"]));
+    assert_eq!(a.status.code(), Some(1), "{}", stderr(&a));
+    assert_eq!(a.stdout, b.stdout);
+    assert!(stdout(&a).contains("95% Wilson score interval"));
+    // The progress bar only draws on a terminal.
+    assert_eq!(stderr(&a), "");
+    let j1 = run(&sim(&["--json"]));
+    let j2 = run(&sim(&["--json"]));
+    assert_eq!(j1.stdout, j2.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&j1.stdout).unwrap();
+    assert_eq!(v["kind"], "simulation");
+    assert_eq!(v["points"][0]["runs"], 400);
+}
+
+#[test]
+fn shards_merge_to_the_single_machine_output() {
+    let dir = scratch("shards");
+    let mut files = Vec::new();
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let o = run(&sim(&["--shard", &shard, "--json"]));
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+        let f = dir.join(format!("s{i}.json"));
+        std::fs::write(&f, &o.stdout).unwrap();
+        files.push(f.display().to_string());
+    }
+    let single = run(&sim(&[]));
+    let mut m: Vec<&str> = vec!["merge"];
+    m.extend(files.iter().map(|s| s.as_str()));
+    let merged = locklab(&m);
+    assert_eq!(merged.status.code(), single.status.code());
+    assert_eq!(stdout(&merged), stdout(&single));
+    let single_json = run(&sim(&["--json"]));
+    m.push("--json");
+    assert_eq!(locklab(&m).stdout, single_json.stdout);
+    // A missing shard is named.
+    let o = locklab(&["merge", &files[0], &files[2]]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("shards missing: 1/3"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_printed_replay_command_rewrites_the_same_trace() {
+    let dir = scratch("replay");
+    let d = dir.display().to_string();
+    let o = run(&sim(&["--out-dir", &d]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("replay: locklab simulate"))
+        .expect("a replay command");
+    let written: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!written.is_empty());
+    let before: Vec<(PathBuf, Vec<u8>)> = written
+        .iter()
+        .map(|p| (p.clone(), std::fs::read(p).unwrap()))
+        .collect();
+    for p in &written {
+        std::fs::remove_file(p).unwrap();
+    }
+    let words: Vec<&str> = line.trim_start()["replay: locklab ".len()..]
+        .split(' ')
+        .collect();
+    let again = locklab(&words);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    // Every trace of that seed comes back byte for byte.
+    let seed = words[words.iter().position(|w| *w == "--seed").unwrap() + 1];
+    let mut matched = Vec::new();
+    for (p, bytes) in &before {
+        if p.to_string_lossy().contains(&format!(".seed{seed}.json")) {
+            assert_eq!(&std::fs::read(p).unwrap(), bytes, "{}", p.display());
+            matched.push(p);
+        }
+    }
+    assert!(!matched.is_empty());
+    // And the model reads it back, as it reads `check`'s traces.
+    let v = locklab(&["trace", "validate", &matched[0].display().to_string()]);
+    assert_eq!(v.status.code(), Some(0), "{}", stderr(&v));
+    assert!(stdout(&v).contains("trace replays"));
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_sweep_writes_a_csv_and_a_chart() {
+    let dir = scratch("sweep");
+    let d = dir.display().to_string();
+    let o = locklab(&[
+        "simulate",
+        "watchdog",
+        "--runs",
+        "200",
+        "--sweep",
+        "ttl=5000..15000:5000",
+        "--pause-p99",
+        "20000",
+        "--out-dir",
+        &d,
+    ]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let csv = lines(&dir.join("watchdog.sweep-ttl.csv"));
+    assert!(csv[0].starts_with("param,value,invariant"));
+    // 3 points x 4 invariants that apply to watchdog.
+    assert_eq!(csv.len(), 1 + 3 * 4);
+    assert!(csv[1].starts_with("ttl,5000,mutual_exclusion,"));
+    let svg = std::fs::read_to_string(dir.join("watchdog.sweep-ttl.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert_eq!(svg.matches("<polyline").count(), 4);
+    for label in [
+        "mutual_exclusion",
+        "no_orphan_lock",
+        "ttl (ms)",
+        "log scale",
+    ] {
+        assert!(svg.contains(label), "{label}");
+    }
+    assert!(stdout(&o).contains("wrote "));
+}
+
+#[test]
+fn bad_options_get_a_clear_error_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--pause-rate", "-1"], "--pause-rate -1 is negative"),
+        (&["--loss", "1.5"], "--loss 1.5 is a probability"),
+        (
+            &["--pause-p50", "500", "--pause-p99", "100"],
+            "--pause-p99 100 is below --pause-p50 500",
+        ),
+        (&["--sweep", "tll=1..2:1"], "did you mean 'ttl'"),
+        (&["--sweep", "ttl=100..10:5"], "the end is below the start"),
+        (&["--sweep", "pause-p99=1..30:10"], "below --pause-p50"),
+        (&["--failover-rate", "0.1"], "does not apply to lua-release"),
+        (&["--instances", "3"], "it is an option of redlock"),
+        (&["--acquisitions", "9"], "--acquisitions 9 is out of range"),
+        (&["--ttl", "abc"], "expected a whole number"),
+        (&["--shard", "3/3"], "expected I/N with 0 <= I < N"),
+        (&["--runs", "0"], "--runs must be at least 1"),
+        (&["--out-dir", "/nonexistent/dir"], "no such directory"),
+        (&["--scheduler", "fifo"], "expected random or ordered"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["simulate", "lua-release"];
+        if !extra.contains(&"--runs") {
+            args.extend(["--runs", "10"]);
+        }
+        args.extend_from_slice(extra);
+        let o = locklab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected {needle:?} in {err:?}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?} printed a result");
+    }
+    let o = locklab(&["simulate", "redlok"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("did you mean 'redlock'"));
+    let dir = scratch("bad");
+    let f = dir.join("x.json");
+    std::fs::write(&f, "{}").unwrap();
+    let o = locklab(&["merge", &f.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a simulation summary"));
+}
