@@ -2,21 +2,18 @@
 //! per broken invariant, and which fault kinds each one needed.
 
 use crate::options::ModelArgs;
+use crate::trace_cmd::RenderFormat;
 use crate::util::{
     EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic,
 };
 use clap::{Args, ValueEnum};
 use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
-use locklab_traces::{CheckReport, Document, SCHEMA_VERSION, SearchSummary, Trace, Verdict};
+use locklab_traces::{
+    CheckReport, Document, Format, SCHEMA_VERSION, SearchSummary, Trace, Verdict,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OutFormat {
-    Text,
-    Json,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Color {
@@ -52,12 +49,25 @@ pub struct CheckArgs {
     /// Write every verdict and counterexample as one JSON check report
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
-    /// Write one JSON trace file per counterexample into this directory
+    /// Write one JSON trace file per counterexample into this directory (and,
+    /// with --format mermaid|svg|html|dot, one drawing per counterexample:
+    /// PROTOCOL.INVARIANT.md|svg|html|dot)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out_dir: Option<PathBuf>,
-    /// Standard output format
-    #[arg(long, value_enum, default_value = "text", help_heading = "Output")]
-    pub format: OutFormat,
+    /// How to show the counterexamples. table and text print the verdicts,
+    /// then each counterexample (text: as a lane diagram) with its story;
+    /// json prints the whole report. mermaid and dot print every
+    /// counterexample, one after the other; svg and html hold one each, so
+    /// they need one invariant (--invariants NAME) or --out-dir. With
+    /// --out-dir, the drawings go to files and the verdicts to the terminal.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "table",
+        help_heading = "Output",
+        verbatim_doc_comment
+    )]
+    pub format: RenderFormat,
     /// Colour on standard output
     #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
     pub color: Color,
@@ -161,36 +171,16 @@ fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
     }
 }
 
-pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
-    let m = args.model.build()?;
-    let invariants = selected(args, &m)?;
-    if let Some(p) = &args.json {
-        check_writable(p)?;
-    }
-    if let Some(d) = &args.out_dir {
-        if d.exists() && !d.is_dir() {
-            return Err(Failure::input(format!(
-                "--out-dir {}: not a directory",
-                d.display()
-            )));
-        }
-    }
-    if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
-        return Err(Failure::input("--threads must be between 1 and 256"));
-    }
-    if args.max_states == Some(0) || args.max_depth == Some(0) {
-        return Err(Failure::input(
-            "--max-states and --max-depth must be at least 1",
-        ));
-    }
-    let opts = SearchOptions {
-        invariants: invariants.clone(),
-        max_states: args.max_states,
-        max_depth: args.max_depth,
-        symmetry: !args.no_symmetry,
-        threads: args.threads.unwrap_or(0),
-    };
-    let result = search(&m, &opts);
+/// Searches `m`, then builds, replays, writes out, reads back and validates
+/// the shortest counterexample of each broken invariant and, with
+/// `fault_analysis`, finds the smallest sets of fault kinds that break it.
+pub fn check(
+    m: &LockModel,
+    invariants: &[Invariant],
+    opts: &SearchOptions,
+    fault_analysis: bool,
+) -> Result<CheckReport, Failure> {
+    let result = search(m, opts);
 
     let mut traces: Vec<Trace> = Vec::new();
     let mut verdicts: Vec<Verdict> = Vec::new();
@@ -215,7 +205,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             Some(path) => {
                 // Every counterexample is replayed through the model, then
                 // written out and read back, before anyone sees it.
-                let t = trace::build(&m, path, inv, "check", None).map_err(|e| Failure {
+                let t = trace::build(m, path, inv, "check", None).map_err(|e| Failure {
                     code: 70,
                     message: format!("internal error: a counterexample failed to replay ({e})"),
                 })?;
@@ -238,11 +228,11 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                     .iter()
                     .filter_map(|n| FaultKind::from_name(n))
                     .collect();
-                let (sets, proven) = if args.no_fault_analysis {
-                    (None, false)
-                } else {
-                    let (s, p) = minimal_fault_sets(&m, inv, &used, &opts);
+                let (sets, proven) = if fault_analysis {
+                    let (s, p) = minimal_fault_sets(m, inv, &used, opts);
                     (Some(s), p)
+                } else {
+                    (None, false)
                 };
                 verdicts.push(Verdict {
                     invariant: inv.name().into(),
@@ -283,7 +273,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 fault_sets_proven_minimal: false,
                 note: format!(
                     "search incomplete: stopped at {} after {} states",
-                    bound_text(&result, &opts).unwrap_or_default(),
+                    bound_text(&result, opts).unwrap_or_default(),
                     result.states
                 ),
             }),
@@ -294,7 +284,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         schema_version: SCHEMA_VERSION,
         kind: "check-report".into(),
         tool: format!("locklab {}", env!("CARGO_PKG_VERSION")),
-        config: trace::config(&m),
+        config: trace::config(m),
         search: SearchSummary {
             strategy: "breadth-first".into(),
             symmetry: opts.symmetry,
@@ -302,7 +292,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             transitions: result.transitions,
             max_depth: result.depth,
             complete: result.exhaustive(),
-            bound_hit: bound_text(&result, &opts),
+            bound_hit: bound_text(&result, opts),
             seconds: result.elapsed.as_secs_f64(),
             threads: result.threads as u64,
             peak_memory_bytes: locklab_models::search::peak_memory_bytes(),
@@ -310,6 +300,52 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         verdicts,
         traces,
     };
+
+    Ok(report)
+}
+
+pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    let m = args.model.build()?;
+    let invariants = selected(args, &m)?;
+    if let Some(p) = &args.json {
+        check_writable(p)?;
+    }
+    if let Some(d) = &args.out_dir {
+        if d.exists() && !d.is_dir() {
+            return Err(Failure::input(format!(
+                "--out-dir {}: not a directory",
+                d.display()
+            )));
+        }
+    }
+    if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
+        return Err(Failure::input("--threads must be between 1 and 256"));
+    }
+    if args.max_states == Some(0) || args.max_depth == Some(0) {
+        return Err(Failure::input(
+            "--max-states and --max-depth must be at least 1",
+        ));
+    }
+    let format = args.format.format();
+    if args.out_dir.is_none()
+        && !format.concatenates()
+        && format != Format::Json
+        && invariants.len() > 1
+    {
+        return Err(Failure::input(format!(
+            "--format {} draws one counterexample per file, and {} invariants are checked: add --out-dir DIR (one file per counterexample), or pick one with --invariants NAME",
+            format.extension(),
+            invariants.len()
+        )));
+    }
+    let opts = SearchOptions {
+        invariants: invariants.clone(),
+        max_states: args.max_states,
+        max_depth: args.max_depth,
+        symmetry: !args.no_symmetry,
+        threads: args.threads.unwrap_or(0),
+    };
+    let report = check(&m, &invariants, &opts, !args.no_fault_analysis)?;
 
     // Outputs: everything is computed; now write.
     if let Some(p) = &args.json {
@@ -321,6 +357,19 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         for t in &report.traces {
             let p = d.join(format!("{}.{}.json", t.config.protocol, t.invariant));
             write_atomic(&p, &t.to_json())?;
+            if matches!(
+                format,
+                Format::Mermaid | Format::Svg | Format::Html | Format::Dot
+            ) {
+                let p = d.join(format!(
+                    "{}.{}.{}",
+                    t.config.protocol,
+                    t.invariant,
+                    format.extension()
+                ));
+                write_atomic(&p, &format.render(t, false))?;
+                eprintln!("wrote {}", p.display());
+            }
         }
     }
     let color = match args.color {
@@ -328,11 +377,21 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         Color::Never => false,
         Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     };
-    match args.format {
-        OutFormat::Json => print!("{}", report.to_json()),
-        OutFormat::Text => print!("{}", crate::report::render(&report, color)),
+    match format {
+        Format::Json => print!("{}", report.to_json()),
+        Format::Table | Format::Text | Format::Story => {
+            print!("{}", crate::report::render(&report, Some(format), color))
+        }
+        _ if args.out_dir.is_some() => {
+            print!("{}", crate::report::render(&report, None, color));
+        }
+        _ => {
+            if report.traces.is_empty() {
+                eprintln!("no counterexample to draw: no checked invariant is broken");
+            }
+            print!("{}", crate::trace_cmd::join(&report.traces, format, color));
+        }
     }
-
     let any_unknown = report.verdicts.iter().any(|v| v.status == "unknown");
     let any_violated = report.verdicts.iter().any(|v| v.status == "violated");
     Ok(if any_unknown {

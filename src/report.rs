@@ -2,7 +2,7 @@
 //! per invariant, then each counterexample as a step table.
 
 use locklab_models::params::PARAMS;
-use locklab_traces::{CheckReport, Config, text};
+use locklab_traces::{CheckReport, Config, Format};
 use std::fmt::Write;
 
 /// `ttl=6 work=1 ...` for the parameters that apply to the protocol.
@@ -62,7 +62,9 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-pub fn render(r: &CheckReport, color: bool) -> String {
+/// The report in text: the configuration, the search, one line per
+/// invariant, then each counterexample drawn in `traces` (none when `None`).
+pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
     let (bold, red, green, yellow, reset) = if color {
         ("\x1b[1m", "\x1b[1;31m", "\x1b[32m", "\x1b[33m", "\x1b[0m")
     } else {
@@ -149,7 +151,7 @@ pub fn render(r: &CheckReport, color: bool) -> String {
             v.invariant, v.category, v.note
         );
     }
-    for t in &r.traces {
+    for t in r.traces.iter().filter(|_| traces.is_some()) {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
@@ -157,7 +159,7 @@ pub fn render(r: &CheckReport, color: bool) -> String {
             t.invariant,
             t.steps.len()
         );
-        out.push_str(&text::render(t, color));
+        out.push_str(&traces.unwrap_or(Format::Table).render(t, color));
     }
     if r.traces.is_empty() && r.verdicts.iter().all(|v| v.status != "unknown") {
         let _ = writeln!(out);
