@@ -31,6 +31,9 @@ pub enum Command {
     Trace(crate::trace_cmd::TraceCommand),
     /// Measure the search: states, states per second and memory per state on fixed configurations
     Bench(crate::bench::BenchArgs),
+    /// Generate the counterexample gallery: a page per protocol with each broken invariant's
+    /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
+    Docs(crate::docs::DocsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -79,6 +82,7 @@ pub fn run() -> i32 {
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
         Command::Bench(b) => crate::bench::run(b),
+        Command::Docs(d) => crate::docs::run(d),
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@
 mod bench;
 mod check;
 mod cli;
+mod docs;
 mod list;
 mod options;
 mod report;
