@@ -75,7 +75,9 @@ fn shortest(m: &LockModel, inv: Invariant) -> Trace {
 /// in a shortest counterexample on its own).
 fn shortest_with_loss(m: &LockModel, inv: Invariant) -> Trace {
     let mut seen: HashSet<(World, bool)> = HashSet::new();
-    let mut nodes: Vec<(World, bool, Option<(usize, Action)>)> = vec![(m.init(), false, None)];
+    // (world, lost a message on the way, (parent, action) that led here)
+    type Node = (World, bool, Option<(usize, Action)>);
+    let mut nodes: Vec<Node> = vec![(m.init(), false, None)];
     let mut queue = VecDeque::from([0usize]);
     seen.insert((m.init(), false));
     let mut acts = Vec::new();

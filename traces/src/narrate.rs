@@ -155,7 +155,7 @@ fn resumed(t: &Trace, id: &str, k: usize) -> Option<(usize, u64)> {
 fn paused_since(t: &Trace, id: &str, k: usize) -> Option<u64> {
     scene::paused_spans(t, id)
         .into_iter()
-        .find(|(a, b)| *a <= k - 1 && k - 1 <= *b)
+        .find(|(a, b)| *a < k && k - 1 <= *b)
         .map(|(a, _)| state(t, a).time)
 }
 

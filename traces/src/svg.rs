@@ -283,15 +283,15 @@ pub fn render(t: &Trace) -> String {
     picture(t, true)
 }
 
-/// The picture; `with_story` adds the story below it (the HTML viewer has
-/// its own, interactive one).
-pub fn picture(t: &Trace, with_story: bool) -> String {
+/// The picture. `standalone` adds the title above and the story below it;
+/// the HTML viewer has both already.
+pub fn picture(t: &Trace, standalone: bool) -> String {
     let mut s = Svg {
         out: String::new(),
         left: Vec::new(),
     };
-    let top_block = header_height(t);
-    let g = Geometry::new(t, top_block);
+    let g = Geometry::new(t, 0.0);
+    let g = Geometry::new(t, header_height(t, standalone, g.width));
     let flights = scene::flights(t);
     let story = narrate::story(t);
     let story_size = 12.5;
@@ -301,7 +301,7 @@ pub fn picture(t: &Trace, with_story: bool) -> String {
         .enumerate()
         .map(|(i, st)| (i, wrap(&st.text, story_size, story_w)))
         .collect();
-    let story_h: f64 = if with_story {
+    let story_h: f64 = if standalone {
         60.0 + story_lines
             .iter()
             .map(|(_, l)| l.len() as f64 * 17.0 + 5.0)
@@ -327,7 +327,7 @@ pub fn picture(t: &Trace, with_story: bool) -> String {
     );
     defs(&mut s, t);
     s.rect(0.0, 0.0, g.width, height, r##"fill="#ffffff""##);
-    header(&mut s, t, &g);
+    header(&mut s, t, &g, standalone);
     rows(&mut s, t, &g);
     axis(&mut s, t, &g);
     lanes(&mut s, t, &g);
@@ -344,7 +344,7 @@ pub fn picture(t: &Trace, with_story: bool) -> String {
     left_labels(&mut s, &g);
     captions(&mut s, t, &g);
 
-    if !with_story {
+    if !standalone {
         s.raw("</svg>");
         return s.out;
     }
@@ -389,10 +389,6 @@ pub fn picture(t: &Trace, with_story: bool) -> String {
     s.out
 }
 
-fn header_height(_t: &Trace) -> f64 {
-    150.0
-}
-
 fn defs(s: &mut Svg, t: &Trace) {
     s.raw("<defs>");
     for c in 0..scene::clients(t).len() {
@@ -413,96 +409,205 @@ fn defs(s: &mut Svg, t: &Trace) {
     s.raw("</defs>");
 }
 
-fn header(s: &mut Svg, t: &Trace, g: &Geometry) {
-    s.text(
-        LEFT,
-        36.0,
-        r#"font-size="21" font-weight="700""#,
-        &format!("{} · {} broken", t.config.protocol, t.invariant),
-    );
-    s.text(
-        LEFT,
-        60.0,
-        &format!(r#"font-size="14" fill="{RED}""#),
-        &fit(&t.violation, 14.0, g.width - 2.0 * LEFT),
-    );
-    let faults = if t.faults_used.is_empty() {
-        "no fault".to_string()
-    } else {
-        format!("faults: {}", t.faults_used.join(", "))
-    };
-    s.text(
-        LEFT,
-        80.0,
-        &format!(r#"font-size="12" fill="{MUTED}""#),
-        &format!(
-            "{} clients · {faults} · {} steps, broken at step {} · {}",
-            t.config.clients,
-            t.steps.len(),
-            t.violation_step,
-            t.config.tick
-        ),
-    );
-    // Legend.
-    let y = 104.0;
+/// One entry of the legend.
+#[derive(Clone, Copy, PartialEq)]
+enum Key {
+    Belief,
+    Service,
+    Gap,
+    Fault,
+    Paused,
+    Request,
+    Reply,
+    Lost,
+    Clock,
+    Violation,
+}
+
+impl Key {
+    fn words(self) -> &'static str {
+        match self {
+            Key::Belief => "believes it holds the lock",
+            Key::Service => "what the lock service really holds for it (ticks left beside it)",
+            Key::Gap => "believes it, but the service holds no lock for it",
+            Key::Fault => "injected fault",
+            Key::Paused => "paused / down",
+            Key::Request => "request",
+            Key::Reply => "reply",
+            Key::Lost => "lost",
+            Key::Clock => "its clock is off",
+            Key::Violation => "the step that breaks the invariant",
+        }
+    }
+}
+
+/// The legend entries this trace needs: nothing explained that is not drawn.
+fn legend(t: &Trace) -> Vec<Key> {
+    let states: Vec<&StateView> = (0..=t.steps.len()).map(|k| state(t, k)).collect();
+    let flights = scene::flights(t);
+    let mut keys = vec![Key::Belief, Key::Service];
+    if states.iter().any(|s| {
+        s.clients
+            .iter()
+            .any(|c| c.holds && !hold(t, s, &c.id).held())
+    }) {
+        keys.push(Key::Gap);
+    }
+    if t.steps.iter().any(|st| st.actor == "env") {
+        keys.push(Key::Fault);
+    }
+    if states.iter().any(|s| {
+        s.clients.iter().any(|c| c.paused.is_some())
+            || s.servers
+                .iter()
+                .any(|v| v.status != "up" && v.status != "dead")
+    }) {
+        keys.push(Key::Paused);
+    }
+    keys.push(Key::Request);
+    if flights
+        .iter()
+        .any(|f| scene::client_number(t, &f.from).is_none())
+    {
+        keys.push(Key::Reply);
+    }
+    if flights.iter().any(|f| f.outcome == Outcome::Lost) {
+        keys.push(Key::Lost);
+    }
+    if states.iter().any(|s| {
+        s.clients.iter().any(|c| c.clock_offset != 0)
+            || s.servers.iter().any(|v| v.clock_offset != 0)
+    }) {
+        keys.push(Key::Clock);
+    }
+    keys.push(Key::Violation);
+    keys
+}
+
+/// Height of what comes above the lane headers.
+fn header_height(t: &Trace, standalone: bool, width: f64) -> f64 {
+    let lines = legend_lines(&legend(t), width).len() as f64;
+    (if standalone { 92.0 } else { 14.0 }) + lines * 24.0 + 8.0
+}
+
+/// The legend entries laid out in lines that fit `width`.
+fn legend_lines(keys: &[Key], width: f64) -> Vec<Vec<Key>> {
+    let mut lines: Vec<Vec<Key>> = vec![Vec::new()];
     let mut x = LEFT;
-    let (c0, _) = color(0);
-    s.rect(x, y - 9.0, 9.0, 18.0, &format!(r#"fill="{c0}" rx="2""#));
-    s.text(x + 14.0, y + 4.0, "", "believes it holds the lock");
-    x += 14.0 + text_w("believes it holds the lock", 12.0) + 18.0;
-    s.rect(x, y - 9.0, 7.0, 18.0, r#"fill="url(#ll-key0)" rx="1.5""#);
-    s.text(
-        x + 12.0,
-        y + 4.0,
-        "",
-        "the lock service really holds a key for it (ticks left beside it)",
-    );
-    x +=
-        12.0 + text_w(
-            "the lock service really holds a key for it (ticks left beside it)",
-            12.0,
-        ) + 18.0;
-    s.rect(x, y - 9.0, 9.0, 18.0, r#"fill="url(#ll-gap)" rx="2""#);
-    s.text(x + 14.0, y + 4.0, "", "believes it, but the key is gone");
-    let y = y + 24.0;
-    let mut x = LEFT;
-    s.badge(x + 22.0, y, "FAULT", AMBER, "#111827");
-    x += 50.0;
-    s.text(x, y + 4.0, "", "injected fault");
-    x += text_w("injected fault", 12.0) + 20.0;
-    s.rect(x, y - 8.0, 16.0, 16.0, r#"fill="url(#ll-pause)""#);
-    s.text(x + 22.0, y + 4.0, "", "paused / down");
-    x += 22.0 + text_w("paused / down", 12.0) + 20.0;
-    s.line(
-        x,
-        y,
-        x + 26.0,
-        y,
-        &format!(r#"stroke="{INK}" stroke-width="1.3""#),
-    );
-    s.head(x + 30.0, y, 1.0, 0.0, INK);
-    s.text(x + 36.0, y + 4.0, "", "request");
-    x += 36.0 + text_w("request", 12.0) + 16.0;
-    s.line(
-        x,
-        y,
-        x + 26.0,
-        y,
-        &format!(r#"stroke="{INK}" stroke-width="1.3" stroke-dasharray="5 3""#),
-    );
-    s.head(x + 30.0, y, 1.0, 0.0, INK);
-    s.text(x + 36.0, y + 4.0, "", "reply");
-    x += 36.0 + text_w("reply", 12.0) + 16.0;
-    s.text(
-        x,
-        y + 4.0,
-        &format!(r#"fill="{RED}" font-weight="700""#),
-        "✕",
-    );
-    s.text(x + 14.0, y + 4.0, "", "lost");
-    x += 14.0 + text_w("lost", 12.0) + 18.0;
-    s.rect(x, y - 8.0, 22.0, 16.0, r##"fill="#fee2e2""##);
-    s.text(x + 28.0, y + 4.0, "", "the step that breaks the invariant");
+    for k in keys {
+        let w = 36.0 + text_w(k.words(), 12.0) + 18.0;
+        if x + w > width - LEFT && !lines.last().is_some_and(|l| l.is_empty()) {
+            lines.push(Vec::new());
+            x = LEFT;
+        }
+        if let Some(l) = lines.last_mut() {
+            l.push(*k);
+        }
+        x += w;
+    }
+    lines
+}
+
+fn header(s: &mut Svg, t: &Trace, g: &Geometry, standalone: bool) {
+    let mut y = 14.0;
+    if standalone {
+        s.text(
+            LEFT,
+            36.0,
+            r#"font-size="21" font-weight="700""#,
+            &format!("{} · {} broken", t.config.protocol, t.invariant),
+        );
+        s.text(
+            LEFT,
+            60.0,
+            &format!(r#"font-size="14" fill="{RED}""#),
+            &fit(&t.violation, 14.0, g.width - 2.0 * LEFT),
+        );
+        let faults = if t.faults_used.is_empty() {
+            "no fault".to_string()
+        } else {
+            format!("faults: {}", t.faults_used.join(", "))
+        };
+        s.text(
+            LEFT,
+            80.0,
+            &format!(r#"font-size="12" fill="{MUTED}""#),
+            &format!(
+                "{} clients · {faults} · {} steps, broken at step {} · {}",
+                t.config.clients,
+                t.steps.len(),
+                t.violation_step,
+                t.config.tick
+            ),
+        );
+        y = 92.0;
+    }
+    for line in legend_lines(&legend(t), g.width) {
+        let cy = y + 12.0;
+        let mut x = LEFT;
+        for k in line {
+            let (c0, _) = color(0);
+            match k {
+                Key::Belief => s.rect(
+                    x + 6.0,
+                    cy - 9.0,
+                    9.0,
+                    18.0,
+                    &format!(r#"fill="{c0}" rx="2""#),
+                ),
+                Key::Service => s.rect(
+                    x + 7.0,
+                    cy - 9.0,
+                    7.0,
+                    18.0,
+                    r#"fill="url(#ll-key0)" rx="1.5""#,
+                ),
+                Key::Gap => s.rect(
+                    x + 6.0,
+                    cy - 9.0,
+                    9.0,
+                    18.0,
+                    r#"fill="url(#ll-gap)" rx="2""#,
+                ),
+                Key::Fault => s.badge(x + 14.0, cy, "!", AMBER, "#111827"),
+                Key::Paused => s.rect(x + 2.0, cy - 8.0, 18.0, 16.0, r#"fill="url(#ll-pause)""#),
+                Key::Request | Key::Reply => {
+                    let dash = if k == Key::Reply {
+                        r#" stroke-dasharray="5 3""#
+                    } else {
+                        ""
+                    };
+                    s.line(
+                        x,
+                        cy,
+                        x + 20.0,
+                        cy,
+                        &format!(r#"stroke="{INK}" stroke-width="1.3"{dash}"#),
+                    );
+                    s.head(x + 26.0, cy, 1.0, 0.0, INK);
+                }
+                Key::Lost => s.text(
+                    x + 10.0,
+                    cy + 5.0,
+                    &format!(
+                        r#"text-anchor="middle" font-size="15" font-weight="700" fill="{RED}""#
+                    ),
+                    "✕",
+                ),
+                Key::Clock => s.line(
+                    x + 10.0,
+                    cy - 9.0,
+                    x + 10.0,
+                    cy + 9.0,
+                    &format!(r#"stroke="{AMBER}" stroke-width="2.5""#),
+                ),
+                Key::Violation => s.rect(x, cy - 8.0, 24.0, 16.0, r##"fill="#fee2e2""##),
+            }
+            s.text(x + 32.0, cy + 4.0, "", k.words());
+            x += 36.0 + text_w(k.words(), 12.0) + 18.0;
+        }
+        y += 24.0;
+    }
     // Lane headers.
     let top = g.lanes_top - 46.0;
     for (i, p) in t.participants.iter().enumerate() {
@@ -741,7 +846,18 @@ fn lanes(s: &mut Svg, t: &Trace, g: &Geometry) {
             let prev = (k > 0).then(|| state(t, k - 1));
             let now = participant_status(st, &p.id);
             let before = prev.map(|b| participant_status(b, &p.id));
-            if now.1 && before.is_none_or(|b| !b.1) {
+            if !now.0 && before.is_some_and(|b| b.0) {
+                s.text(
+                    x + 8.0,
+                    g.y[k] + 4.0,
+                    &format!(r#"font-size="10.5" fill="{MUTED}" font-style="italic" {HALO}"#),
+                    if p.kind == "client" {
+                        "crashed"
+                    } else {
+                        "dead"
+                    },
+                );
+            } else if now.0 && now.1 && before.is_none_or(|b| !b.1) {
                 s.text(
                     x - 30.0,
                     g.y[k] + 16.0,
@@ -910,6 +1026,23 @@ fn server_keys(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize) {
         let prev = (k > 0).then(|| state(t, k - 1));
         for e in &sv.entries {
             let Some(owner) = e.owner.as_deref() else {
+                // An entry nobody owns (the fencing-token counter): its
+                // value where it changes.
+                let was = prev.and_then(|p| {
+                    p.servers
+                        .iter()
+                        .filter(|n| n.id == *id)
+                        .flat_map(|n| n.entries.iter())
+                        .find(|n| n.key == e.key)
+                });
+                if was.is_none_or(|w| w.value != e.value) {
+                    s.text(
+                        x + 8.0,
+                        y0 + 16.0,
+                        &format!(r#"font-size="10" fill="{MUTED}" {HALO}"#),
+                        &format!("{} = {}", e.key, e.value),
+                    );
+                }
                 continue;
             };
             let c = scene::client_number(t, owner).unwrap_or(0);
@@ -1343,6 +1476,17 @@ fn marks(s: &mut Svg, t: &Trace, g: &Geometry) {
                         "releases"
                     };
                     s.left.push((i, k, word.to_string(), color(c).0));
+                    // The fencing token it was granted, where there is one.
+                    if e.kind == EventKind::Acquire
+                        && let Some(tok) = st
+                            .state
+                            .clients
+                            .iter()
+                            .find(|cv| cv.id == e.at)
+                            .and_then(|cv| cv.token)
+                    {
+                        s.left.push((i, k, format!("token {tok}"), color(c).0));
+                    }
                 }
                 _ => {}
             }
