@@ -2,21 +2,18 @@
 //! per broken invariant, and which fault kinds each one needed.
 
 use crate::options::ModelArgs;
+use crate::trace_cmd::RenderFormat;
 use crate::util::{
     EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic,
 };
 use clap::{Args, ValueEnum};
 use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
-use locklab_traces::{CheckReport, Document, SCHEMA_VERSION, SearchSummary, Trace, Verdict};
+use locklab_traces::{
+    CheckReport, Document, Format, SCHEMA_VERSION, SearchSummary, Trace, Verdict,
+};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OutFormat {
-    Text,
-    Json,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Color {
@@ -52,12 +49,26 @@ pub struct CheckArgs {
     /// Write every verdict and counterexample as one JSON check report
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
-    /// Write one JSON trace file per counterexample into this directory
+    /// Write one JSON trace file per counterexample into this directory (and,
+    /// with --format mermaid|svg|html|dot, one drawing per counterexample:
+    /// PROTOCOL.INVARIANT.md|svg|html|dot)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out_dir: Option<PathBuf>,
-    /// Standard output format
-    #[arg(long, value_enum, default_value = "text", help_heading = "Output")]
-    pub format: OutFormat,
+    /// How to show the counterexamples. table and text print the verdicts,
+    /// then each counterexample (text: as a lane diagram) with its story;
+    /// json prints the whole report. mermaid and dot print every
+    /// counterexample, one after the other; svg and html hold one each, so
+    /// they need one invariant (--invariants NAME) or --out-dir. With
+    /// --out-dir, the drawings go to files and the verdicts to the terminal.
+    /// `check all` prints its matrix (table, text) or every report (json).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "table",
+        help_heading = "Output",
+        verbatim_doc_comment
+    )]
+    pub format: RenderFormat,
     /// Colour on standard output
     #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
     pub color: Color,
@@ -359,14 +370,31 @@ pub fn use_color(c: Color) -> bool {
     }
 }
 
-/// Writes every trace of `reports` into `dir`, one file per counterexample.
-pub fn write_traces(dir: &std::path::Path, reports: &[&CheckReport]) -> Result<(), Failure> {
+/// Writes every trace of `reports` into `dir`, one JSON file per
+/// counterexample, and beside it a drawing when `format` draws one.
+pub fn write_traces(
+    dir: &std::path::Path,
+    reports: &[&CheckReport],
+    format: Format,
+) -> Result<(), Failure> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::input(format!("cannot create {}: {e}", dir.display())))?;
     for r in reports {
         for t in &r.traces {
-            let p = dir.join(trace_file_name(t));
-            write_atomic(&p, &t.to_json())?;
+            write_atomic(&dir.join(trace_file_name(t)), &t.to_json())?;
+            if matches!(
+                format,
+                Format::Mermaid | Format::Svg | Format::Html | Format::Dot
+            ) {
+                let p = dir.join(format!(
+                    "{}.{}.{}",
+                    t.config.protocol,
+                    t.invariant,
+                    format.extension()
+                ));
+                write_atomic(&p, &format.render(t, false))?;
+                eprintln!("wrote {}", p.display());
+            }
         }
     }
     Ok(())
@@ -384,6 +412,18 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     }
     let m = args.model.build()?;
     let invariants = selected(args, &m)?;
+    let format = args.format.format();
+    if args.out_dir.is_none()
+        && !format.concatenates()
+        && format != Format::Json
+        && invariants.len() > 1
+    {
+        return Err(Failure::input(format!(
+            "--format {} draws one counterexample per file, and {} invariants are checked: add --out-dir DIR (one file per counterexample), or pick one with --invariants NAME",
+            format.extension(),
+            invariants.len()
+        )));
+    }
     let report = report(
         &m,
         &search_options(args, invariants),
@@ -394,11 +434,23 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         write_atomic(p, &report.to_json())?;
     }
     if let Some(d) = &args.out_dir {
-        write_traces(d, &[&report])?;
+        write_traces(d, &[&report], format)?;
     }
-    match args.format {
-        OutFormat::Json => print!("{}", report.to_json()),
-        OutFormat::Text => print!("{}", crate::report::render(&report, use_color(args.color))),
+    let color = use_color(args.color);
+    match format {
+        Format::Json => print!("{}", report.to_json()),
+        Format::Table | Format::Text | Format::Story => {
+            print!("{}", crate::report::render(&report, Some(format), color))
+        }
+        _ if args.out_dir.is_some() => {
+            print!("{}", crate::report::render(&report, None, color));
+        }
+        _ => {
+            if report.traces.is_empty() {
+                eprintln!("no counterexample to draw: no checked invariant is broken");
+            }
+            print!("{}", crate::trace_cmd::join(&report.traces, format, color));
+        }
     }
     Ok(exit_code(report.verdicts.iter()))
 }

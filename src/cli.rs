@@ -45,6 +45,9 @@ pub enum Command {
     Simulate(Box<crate::sim_cmd::SimulateArgs>),
     /// Combine the --json summaries of `simulate --shard` runs into the single-machine result
     Merge(crate::sim_cmd::MergeArgs),
+    /// Generate the counterexample gallery: a page per protocol with each broken invariant's
+    /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
+    Docs(crate::docs::DocsArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -96,6 +99,7 @@ pub fn run() -> i32 {
         Command::Replay(r) => crate::replay_cmd::run(r),
         Command::Simulate(a) => crate::sim_cmd::run(a),
         Command::Merge(a) => crate::sim_cmd::merge(a),
+        Command::Docs(d) => crate::docs::run(d),
     };
     match result {
         Ok(code) => code,

@@ -3,12 +3,11 @@
 //! matrix, each broken cell pointing at its shortest counterexample.
 
 use crate::check::{
-    CheckArgs, OutFormat, exit_code, report, search_options, trace_file_name, use_color,
-    write_traces,
+    CheckArgs, exit_code, report, search_options, trace_file_name, use_color, write_traces,
 };
 use crate::util::{Failure, write_atomic};
 use locklab_models::{FaultKind, Invariant, protocols};
-use locklab_traces::CheckReport;
+use locklab_traces::{CheckReport, Format};
 use std::fmt::Write;
 
 /// The options of `check` that name one protocol's knobs make no sense
@@ -38,6 +37,13 @@ fn refuse_protocol_knobs(args: &CheckArgs) -> Result<(), Failure> {
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     refuse_protocol_knobs(args)?;
+    let format = args.format.format();
+    if !matches!(format, Format::Table | Format::Text | Format::Json) && args.out_dir.is_none() {
+        return Err(Failure::input(format!(
+            "`check all --format {}` draws one file per counterexample: add --out-dir DIR",
+            format.extension()
+        )));
+    }
     // --faults names kinds for every protocol: each keeps those it can suffer.
     let asked: Option<Vec<FaultKind>> = match args.model.faults.as_deref().map(str::trim) {
         None | Some("all") => None,
@@ -114,17 +120,16 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     }
     if let Some(d) = &args.out_dir {
         let refs: Vec<&CheckReport> = reports.iter().collect();
-        write_traces(d, &refs)?;
+        write_traces(d, &refs, format)?;
     }
-    match args.format {
-        OutFormat::Json => {
-            print!(
-                "{}",
-                serde_json::to_string_pretty(&reports).expect("reports serialise")
-            );
-            println!();
-        }
-        OutFormat::Text => print!("{}", matrix(&reports, args, use_color(args.color))),
+    if format == Format::Json {
+        print!(
+            "{}",
+            serde_json::to_string_pretty(&reports).expect("reports serialise")
+        );
+        println!();
+    } else {
+        print!("{}", matrix(&reports, args, use_color(args.color)));
     }
     Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
 }

@@ -5,6 +5,7 @@
 mod bench;
 mod check;
 mod cli;
+mod docs;
 mod ladder;
 mod list;
 mod options;

@@ -2,7 +2,7 @@
 //! per invariant, then each counterexample as a step table.
 
 use locklab_models::params::PARAMS;
-use locklab_traces::{CheckReport, Config, text};
+use locklab_traces::{CheckReport, Config, Format};
 use std::fmt::Write;
 
 /// `ttl=6 work=1 ...` for the parameters that apply to the protocol.
@@ -92,7 +92,7 @@ fn belief_vs_resource(r: &CheckReport) -> Option<String> {
     }
 }
 
-pub fn render(r: &CheckReport, color: bool) -> String {
+pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
     let (bold, red, green, yellow, reset) = if color {
         ("\x1b[1m", "\x1b[1;31m", "\x1b[32m", "\x1b[33m", "\x1b[0m")
     } else {
@@ -183,7 +183,7 @@ pub fn render(r: &CheckReport, color: bool) -> String {
         let _ = writeln!(out);
         let _ = writeln!(out, "  {s}");
     }
-    for t in &r.traces {
+    for t in r.traces.iter().filter(|_| traces.is_some()) {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
@@ -191,7 +191,7 @@ pub fn render(r: &CheckReport, color: bool) -> String {
             t.invariant,
             t.steps.len()
         );
-        out.push_str(&text::render(t, color));
+        out.push_str(&traces.unwrap_or(Format::Table).render(t, color));
     }
     if r.traces.is_empty() && r.verdicts.iter().all(|v| v.status != "unknown") {
         let _ = writeln!(out);

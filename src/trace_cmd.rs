@@ -1,27 +1,66 @@
-//! `locklab trace`: render a trace file, or check that it replays.
+//! `locklab trace`: render a trace file, tell its story, or check that it
+//! replays. Every trace is replayed through the model before anything is
+//! drawn from it.
 
 use crate::util::Failure;
 use clap::{Subcommand, ValueEnum};
 use locklab_models::trace;
-use locklab_traces::{Document, Trace, text};
+use locklab_traces::{Document, Format, Trace};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
+/// The formats a trace can be drawn in (`check` and `trace render` share them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum RenderFormat {
+    /// A sequence diagram in the terminal (a lane per participant, time going down), then the story
     Text,
+    /// A table with one row per step and the state after it, then the story
+    Table,
+    /// Markdown with the story and a Mermaid sequence diagram (renders on GitHub and GitLab)
+    Mermaid,
+    /// A standalone SVG: lanes, a true time axis, each client's believed lock beside the server's key and its TTL
+    Svg,
+    /// One self-contained offline HTML file that steps through the states
+    Html,
+    /// The happens-before graph in Graphviz DOT (`dot -Tsvg`)
+    Dot,
+    /// The trace as JSON
     Json,
+}
+
+impl RenderFormat {
+    pub fn format(self) -> Format {
+        match self {
+            RenderFormat::Text => Format::Text,
+            RenderFormat::Table => Format::Table,
+            RenderFormat::Mermaid => Format::Mermaid,
+            RenderFormat::Svg => Format::Svg,
+            RenderFormat::Html => Format::Html,
+            RenderFormat::Dot => Format::Dot,
+            RenderFormat::Json => Format::Json,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
 pub enum TraceCommand {
-    /// Render a trace (or every trace of a check report)
+    /// Draw a trace (or every trace of a check report)
+    ///
+    /// svg and html hold one trace each: for a report with several, pick one with --invariant.
     Render {
         /// A trace file or a check report written by `locklab check --json`
         file: PathBuf,
         /// Output format
         #[arg(long, value_enum, default_value = "text")]
         format: RenderFormat,
+        /// From a check report, only the trace of this invariant
+        #[arg(long, value_name = "NAME")]
+        invariant: Option<String>,
+    },
+    /// Tell a counterexample as a short story, one sentence per step that matters
+    Explain {
+        /// A trace file or a check report written by `locklab check --json`
+        file: PathBuf,
         /// From a check report, only the trace of this invariant
         #[arg(long, value_name = "NAME")]
         invariant: Option<String>,
@@ -42,11 +81,17 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         Document::parse(&text).map_err(|e| Failure::input(format!("{}: {e}", file.display())))?;
     let mut traces: Vec<Trace> = doc.traces().into_iter().cloned().collect();
     if let Some(name) = invariant {
+        let held: Vec<String> = traces.iter().map(|t| t.invariant.clone()).collect();
         traces.retain(|t| t.invariant == name);
         if traces.is_empty() {
             return Err(Failure::input(format!(
-                "{}: no trace for invariant '{name}'",
-                file.display()
+                "{}: no trace for invariant '{name}' (it holds traces for: {})",
+                file.display(),
+                if held.is_empty() {
+                    "none".to_string()
+                } else {
+                    held.join(", ")
+                }
             )));
         }
     }
@@ -62,6 +107,27 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
     Ok(traces)
 }
 
+/// Colour on standard output only when it is a terminal and NO_COLOR is unset.
+pub fn stdout_color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// Several traces in one output: separated so that the whole stays
+/// readable in its format (a rule between Markdown sections, a blank line
+/// elsewhere).
+pub fn join(traces: &[Trace], format: Format, color: bool) -> String {
+    let sep = if format == Format::Mermaid {
+        "\n---\n\n"
+    } else {
+        "\n"
+    };
+    traces
+        .iter()
+        .map(|t| format.render(t, color))
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
 pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
     match cmd {
         TraceCommand::Render {
@@ -70,16 +136,30 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
             invariant,
         } => {
             let traces = load(file, invariant.as_deref())?;
-            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            for (i, t) in traces.iter().enumerate() {
-                if i > 0 {
-                    println!();
-                }
-                match format {
-                    RenderFormat::Text => print!("{}", text::render(t, color)),
-                    RenderFormat::Json => print!("{}", t.to_json()),
-                }
+            let format = format.format();
+            if traces.len() > 1 && !format.concatenates() && format != Format::Json {
+                let names: Vec<&str> = traces.iter().map(|t| t.invariant.as_str()).collect();
+                return Err(Failure::input(format!(
+                    "{} holds {} traces ({}); --format {} draws one per file: add --invariant NAME",
+                    file.display(),
+                    traces.len(),
+                    names.join(", "),
+                    format.extension()
+                )));
             }
+            if traces.is_empty() {
+                eprintln!("{}: no counterexample to draw", file.display());
+                return Ok(0);
+            }
+            print!("{}", join(&traces, format, stdout_color()));
+            Ok(0)
+        }
+        TraceCommand::Explain { file, invariant } => {
+            let traces = load(file, invariant.as_deref())?;
+            if traces.is_empty() {
+                eprintln!("{}: no counterexample to explain", file.display());
+            }
+            print!("{}", join(&traces, Format::Story, false));
             Ok(0)
         }
         TraceCommand::Validate { file } => {

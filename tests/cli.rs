@@ -225,6 +225,8 @@ fn json_report_and_trace_files_read_back_and_replay() {
         report.to_str().unwrap(),
         "--invariant",
         "mutual_exclusion",
+        "--format",
+        "table",
     ]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("<-- mutual_exclusion broken"));

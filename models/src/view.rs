@@ -237,10 +237,17 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
                 });
             }
         }
+        entries.push(EntryView {
+            key: "revision".into(),
+            value: c.rev.to_string(),
+            owner: None,
+            ttl: None,
+            expired: false,
+        });
         servers.push(ServerView {
             id: "service".into(),
             role: "leader".into(),
-            status: format!("up (revision {})", c.rev),
+            status: "up".into(),
             clock_offset: 0,
             entries,
             unreplicated: Vec::new(),

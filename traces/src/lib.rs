@@ -5,7 +5,16 @@
 //! snapshots and structured events, so a renderer can draw it from the file
 //! alone; replaying and validating a trace is the model crate's job.
 
+pub mod dot;
 pub mod format;
+pub mod html;
+pub mod mermaid;
+pub mod narrate;
+pub mod render;
+pub mod scene;
+pub mod sequence;
+pub mod svg;
 pub mod text;
 
 pub use format::*;
+pub use render::Format;

@@ -1,0 +1,435 @@
+//! What every picture of a trace needs, worked out once from the trace file
+//! alone: the messages and when each was sent and ended, who believes they
+//! hold the lock and what the servers actually store for them, the faults,
+//! and a short caption per step. The renderers (terminal lanes, Mermaid,
+//! SVG, HTML, DOT) and the narration all read it.
+//!
+//! Messages are recovered from the network snapshots rather than from event
+//! texts: a message is "in flight" from the first state that shows it to the
+//! first state that no longer does, and the step that removed it says what
+//! became of it (delivered when its receiver logged something from the
+//! sender, lost when the step named it and nothing arrived, discarded
+//! otherwise, e.g. when a restart reset the connection).
+
+use crate::format::{Event, EventKind, StateView, Step, Trace};
+
+/// What became of a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It reached its receiver, which handled it.
+    Delivered,
+    /// A `loss` fault dropped it.
+    Lost,
+    /// It vanished without being handled (connection reset, reply discarded).
+    Discarded,
+    /// Still in flight when the trace ends.
+    InFlight,
+}
+
+/// One message, from the step that sent it to the step that ended it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flight {
+    pub from: String,
+    pub to: String,
+    pub text: String,
+    /// The step after which it is first in flight (0: in flight initially).
+    pub sent: usize,
+    /// The step that delivered, lost or discarded it; the last step if it
+    /// is still in flight.
+    pub end: usize,
+    pub outcome: Outcome,
+    /// A `delay` fault held it back at some point.
+    pub delayed: bool,
+}
+
+/// The state before step `k` is `state(t, k - 1)`; `state(t, 0)` is the
+/// initial state and `state(t, k)` the state after step `k`.
+pub fn state(t: &Trace, k: usize) -> &StateView {
+    if k == 0 {
+        &t.initial
+    } else {
+        &t.steps[k - 1].state
+    }
+}
+
+/// One text is the other plus a suffix (a message marked "(abandoned by
+/// sender)" after it was sent is still the same message).
+fn compatible(a: &str, b: &str) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// Whether `to` logged something from `from` in this step (it handled a
+/// message from it).
+fn handled(step: &Step, from: &str, to: &str) -> bool {
+    step.events
+        .iter()
+        .any(|e| e.kind != EventKind::Fault && e.at == to && e.peer.as_deref() == Some(from))
+}
+
+/// Every message of the trace, in the order they were first seen.
+pub fn flights(t: &Trace) -> Vec<Flight> {
+    let mut all: Vec<Flight> = t
+        .initial
+        .network
+        .iter()
+        .map(|m| Flight {
+            from: m.from.clone(),
+            to: m.to.clone(),
+            text: m.text.clone(),
+            sent: 0,
+            end: 0,
+            outcome: Outcome::InFlight,
+            delayed: m.held.is_some(),
+        })
+        .collect();
+    let mut open: Vec<usize> = (0..all.len()).collect();
+    for st in &t.steps {
+        let net = &st.state.network;
+        let mut taken = vec![false; net.len()];
+        let mut matched = vec![false; open.len()];
+        // Same text first, then a text that gained or lost a suffix.
+        for exact in [true, false] {
+            for (oi, &fi) in open.iter().enumerate() {
+                if matched[oi] {
+                    continue;
+                }
+                let f = &all[fi];
+                let hit = net.iter().enumerate().position(|(j, m)| {
+                    !taken[j]
+                        && m.from == f.from
+                        && m.to == f.to
+                        && if exact {
+                            m.text == f.text
+                        } else {
+                            compatible(&m.text, &f.text)
+                        }
+                });
+                if let Some(j) = hit {
+                    taken[j] = true;
+                    matched[oi] = true;
+                    all[fi].delayed |= net[j].held.is_some();
+                }
+            }
+        }
+        let mut named_used = false;
+        let mut still = Vec::new();
+        for (oi, &fi) in open.iter().enumerate() {
+            if matched[oi] {
+                still.push(fi);
+                continue;
+            }
+            let f = &mut all[fi];
+            let named = !named_used
+                && st.message.as_ref().is_some_and(|m| {
+                    m.from == f.from && m.to == f.to && compatible(&m.text, &f.text)
+                });
+            named_used |= named;
+            let got = handled(st, &f.from, &f.to);
+            f.end = st.index;
+            f.outcome = match (named, got) {
+                (_, true) => Outcome::Delivered,
+                (true, false) => Outcome::Lost,
+                (false, false) => Outcome::Discarded,
+            };
+        }
+        for (j, m) in net.iter().enumerate() {
+            if !taken[j] {
+                still.push(all.len());
+                all.push(Flight {
+                    from: m.from.clone(),
+                    to: m.to.clone(),
+                    text: m.text.clone(),
+                    sent: st.index,
+                    end: st.index,
+                    outcome: Outcome::InFlight,
+                    delayed: m.held.is_some(),
+                });
+            }
+        }
+        open = still;
+    }
+    for fi in open {
+        all[fi].end = t.steps.len();
+        all[fi].outcome = Outcome::InFlight;
+    }
+    all
+}
+
+/// The ids of the client lanes, in display order.
+pub fn clients(t: &Trace) -> Vec<&str> {
+    t.participants
+        .iter()
+        .filter(|p| p.kind == "client")
+        .map(|p| p.id.as_str())
+        .collect()
+}
+
+/// Position of a client among the clients (its colour), if it is one.
+pub fn client_number(t: &Trace, id: &str) -> Option<usize> {
+    clients(t).iter().position(|c| *c == id)
+}
+
+/// The machine-readable action's tag: `tick`, `step`, `deliver`, `pause`, ...
+pub fn action_tag(step: &Step) -> &str {
+    step.action
+        .get("action")
+        .and_then(|a| a.as_str())
+        .unwrap_or("")
+}
+
+/// The fault an action injects, in words, or `None` for ordinary steps.
+pub fn fault_word(step: &Step) -> Option<String> {
+    let word = match action_tag(step) {
+        "pause" => "pause",
+        "slow" => "slow",
+        "drop" => "loss",
+        "delay" => "delay",
+        "clock-jump" => {
+            let by = step.action.get("by").and_then(|b| b.as_i64()).unwrap_or(0);
+            return Some(format!("clock {by:+}"));
+        }
+        "crash" => "crash",
+        "restart" => "restart",
+        "failover" => "failover",
+        "resume" => "resume",
+        _ if step.actor == "env" => return Some(action_tag(step).replace('-', " ")),
+        _ => return None,
+    };
+    Some(word.to_string())
+}
+
+/// What the lock service stores for one client at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// Servers (that clients talk to) holding a live entry owned by the client.
+    pub count: usize,
+    /// Servers that clients talk to (primaries, instances, leaders) and are up.
+    pub of: usize,
+    /// Votes needed for the lock to count as held (1 unless a quorum protocol).
+    pub quorum: usize,
+    /// Smallest time to live among those entries; `Some(None)` = no expiry.
+    pub ttl: Option<Option<i64>>,
+}
+
+impl Hold {
+    /// The service really holds the lock for the client.
+    pub fn held(&self) -> bool {
+        self.count >= self.quorum.max(1)
+    }
+}
+
+/// Servers whose lock entries count: replicas are only copies.
+fn authoritative(s: &StateView) -> impl Iterator<Item = &crate::format::ServerView> {
+    s.servers
+        .iter()
+        .filter(|sv| sv.role != "replica" && sv.status == "up")
+}
+
+/// Votes a client needs: the quorum when the lock lives on independent
+/// instances, otherwise one.
+pub fn quorum(t: &Trace) -> usize {
+    let instances = t
+        .initial
+        .servers
+        .iter()
+        .filter(|s| s.role == "instance")
+        .count();
+    if instances > 1 {
+        t.config
+            .params
+            .get("quorum")
+            .and_then(|q| q.as_u64())
+            .map(|q| q as usize)
+            .unwrap_or(instances / 2 + 1)
+    } else {
+        1
+    }
+}
+
+/// What the lock service stores for `client` in state `s`.
+pub fn hold(t: &Trace, s: &StateView, client: &str) -> Hold {
+    let mut count = 0;
+    let mut of = 0;
+    let mut ttl: Option<Option<i64>> = None;
+    for sv in authoritative(s) {
+        of += 1;
+        let mine = sv
+            .entries
+            .iter()
+            .filter(|e| e.owner.as_deref() == Some(client) && !e.expired);
+        let mut any = false;
+        for e in mine {
+            any = true;
+            ttl = Some(match (ttl, e.ttl) {
+                (None, x) => x,
+                (Some(None), x) => x,
+                (Some(Some(a)), Some(b)) => Some(a.min(b)),
+                (Some(Some(a)), None) => Some(a),
+            });
+        }
+        if any {
+            count += 1;
+        }
+    }
+    Hold {
+        count,
+        of,
+        quorum: quorum(t),
+        ttl,
+    }
+}
+
+/// `redis1–5` for a run of numbered names, else a comma list.
+pub fn names(list: &[&str]) -> String {
+    fn split(s: &str) -> Option<(&str, u64)> {
+        let cut = s.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        (cut < s.len())
+            .then(|| s[cut..].parse().ok().map(|n| (&s[..cut], n)))
+            .flatten()
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < list.len() {
+        let mut j = i;
+        if let Some((prefix, n)) = split(list[i]) {
+            while j + 1 < list.len() && split(list[j + 1]) == Some((prefix, n + (j + 1 - i) as u64))
+            {
+                j += 1;
+            }
+            if j - i >= 2 {
+                out.push(format!("{prefix}{n}–{}", n + (j - i) as u64));
+                i = j + 1;
+                continue;
+            }
+        }
+        out.push(list[i].to_string());
+        i += 1;
+    }
+    out.join(", ")
+}
+
+/// Arrows for `->` in model texts.
+pub fn pretty(text: &str) -> String {
+    text.replace(" -> ", " → ")
+}
+
+/// One clause per event, with runs of the same event at or from several
+/// participants folded into one (`c1 → redis1–5: SET ...`).
+pub fn clauses(events: &[Event]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < events.len() {
+        let e = &events[i];
+        // How far the run of the same kind and text with the same `at`
+        // (sends, receives) or the same peer (everything else) reaches.
+        let same_at = matches!(e.kind, EventKind::Send | EventKind::Receive);
+        let mut j = i + 1;
+        while j < events.len()
+            && events[j].kind == e.kind
+            && events[j].text == e.text
+            && if same_at {
+                events[j].at == e.at
+            } else {
+                events[j].peer == e.peer
+            }
+        {
+            j += 1;
+        }
+        let run = &events[i..j];
+        let peers: Vec<&str> = run.iter().filter_map(|x| x.peer.as_deref()).collect();
+        let ats: Vec<&str> = run.iter().map(|x| x.at.as_str()).collect();
+        let text = pretty(&e.text);
+        out.push(match e.kind {
+            EventKind::Send => format!("{} → {}: {text}", e.at, names(&peers)),
+            EventKind::Receive => format!("{} ← {}: {text}", e.at, names(&peers)),
+            EventKind::Execute => format!(
+                "{} {} {}'s {text}",
+                names(&ats),
+                if ats.len() > 1 { "run" } else { "runs" },
+                e.peer.as_deref().unwrap_or("?")
+            ),
+            EventKind::Time => text,
+            _ => format!("{}: {text}", names(&ats)),
+        });
+        i = j;
+    }
+    out
+}
+
+/// A step in one line, for diagrams: its events folded into clauses.
+pub fn caption(step: &Step) -> String {
+    let c = clauses(&step.events);
+    if c.is_empty() {
+        "nothing observable happens".into()
+    } else {
+        c.join("; ")
+    }
+}
+
+/// Steps whose state shows client `id` paused, as (first, last) step
+/// ranges: the client is paused in the states after `first..=last`.
+pub fn paused_spans(t: &Trace, id: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for k in 0..=t.steps.len() {
+        let paused = state(t, k)
+            .clients
+            .iter()
+            .any(|c| c.id == id && c.paused.is_some());
+        match (paused, start) {
+            (true, None) => start = Some(k),
+            (false, Some(s)) => {
+                spans.push((s, k - 1));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, t.steps.len()));
+    }
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_numbered_names() {
+        assert_eq!(
+            names(&["redis1", "redis2", "redis3", "redis4", "redis5"]),
+            "redis1–5"
+        );
+        assert_eq!(names(&["redis1", "redis2"]), "redis1, redis2");
+        assert_eq!(
+            names(&["redis1", "redis3", "redis4"]),
+            "redis1, redis3, redis4"
+        );
+        assert_eq!(names(&["c1", "redis"]), "c1, redis");
+        assert_eq!(names(&[]), "");
+    }
+
+    #[test]
+    fn folds_runs_of_sends() {
+        let ev = |kind, at: &str, peer: &str, text: &str| Event {
+            kind,
+            at: at.into(),
+            peer: Some(peer.into()),
+            text: text.into(),
+        };
+        let events = vec![
+            ev(EventKind::Send, "c1", "redis1", "SET lock c1#1 NX PX 6"),
+            ev(EventKind::Send, "c1", "redis2", "SET lock c1#1 NX PX 6"),
+            ev(EventKind::Send, "c1", "redis3", "SET lock c1#1 NX PX 6"),
+            ev(EventKind::Execute, "redis", "c2", "DEL lock -> 1"),
+        ];
+        assert_eq!(
+            clauses(&events),
+            vec![
+                "c1 → redis1–3: SET lock c1#1 NX PX 6".to_string(),
+                "redis runs c2's DEL lock → 1".to_string()
+            ]
+        );
+    }
+}
