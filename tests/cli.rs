@@ -107,6 +107,36 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
         "grants no fencing tokens",
     );
     rejects(&["frobnicate"], "unrecognized subcommand");
+    rejects(
+        &["check", "naive-del", "--max-faults", "0"],
+        "--max-faults \"0\": expected a number of faults (at least 1) or 'all'",
+    );
+    rejects(&["check", "naive-del", "--max-faults", "many"], "or 'all'");
+    rejects(
+        &["check", "naive-del", "--threads", "0"],
+        "--threads must be between 1 and 256",
+    );
+    rejects(
+        &["check", "naive-del", "--no-recheck"],
+        "--no-recheck does not apply to naive-del",
+    );
+    rejects(
+        &["check", "lua-release", "--resource-check", "write"],
+        "--resource-check does not apply to lua-release",
+    );
+    rejects(
+        &["check", "zookeeper", "--faults", "restart"],
+        "fault 'restart' does not apply to zookeeper",
+    );
+    rejects(
+        &["check", "naive-del", "--ttl", "5000"],
+        "too large for an exhaustive search",
+    );
+    rejects(&["check", "all", "--format", "svg"], "add --out-dir DIR");
+    rejects(
+        &["check", "all", "--faults", "pasue"],
+        "did you mean 'pause'",
+    );
 }
 
 #[test]
