@@ -1,42 +1,8 @@
 //! The command line as a user meets it: exit codes, bad input, files.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn locklab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("locklab-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Bad input: exit 2, a message naming the problem, no panic, no backtrace.
-fn rejects(args: &[&str], needle: &str) {
-    let o = locklab(args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected {needle:?} in {err:?}"
-    );
-    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-}
+mod common;
+use common::*;
+use std::process::Command;
 
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_2() {

@@ -2,31 +2,10 @@
 //! bytes for the same seed, shards that merge into the single-machine
 //! output, traces that replay, sweep files, and clear errors.
 
+mod common;
+use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn locklab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).to_string()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("locklab-sim-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::process::Output;
 
 /// Long pauses, so that violations are found in a few hundred runs.
 const STRESS: &[&str] = &["--pause-p50", "2000", "--pause-p99", "60000"];
