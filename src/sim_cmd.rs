@@ -148,6 +148,15 @@ pub struct SimulateArgs {
     /// A restarted Redis stays unavailable for TTL+1 ms before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
+    /// Fencing: where the resource checks tokens, none|write|read-write [default: the protocol's]
+    #[arg(long, value_name = "WHERE", help_heading = "Protocol knobs")]
+    pub resource_check: Option<String>,
+    /// Fencing: accept token >= max (ge) or token > max (gt) [default: ge]
+    #[arg(long, value_name = "RULE", help_heading = "Protocol knobs")]
+    pub token_rule: Option<String>,
+    /// etcd 3.4: return the lock after waiting without re-checking the own key
+    #[arg(long, help_heading = "Protocol knobs")]
+    pub no_recheck: bool,
 }
 
 impl SimulateArgs {
@@ -181,6 +190,8 @@ impl SimulateArgs {
             ("instances", &self.instances),
             ("quorum", &self.quorum),
             ("drift", &self.drift),
+            ("resource-check", &self.resource_check),
+            ("token-rule", &self.token_rule),
             ("horizon", &self.horizon),
             ("scheduler", &self.scheduler),
         ];
@@ -188,6 +199,7 @@ impl SimulateArgs {
             ("renew-unchecked", self.renew_unchecked),
             ("no-cancel", self.no_cancel),
             ("delayed-restart", self.delayed_restart),
+            ("no-recheck", self.no_recheck),
         ];
         text.into_iter()
             .filter_map(|(n, v)| v.clone().map(|v| (n, v)))

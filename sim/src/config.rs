@@ -8,6 +8,7 @@
 
 use locklab_models::faults::{FaultKind, UNLIMITED};
 use locklab_models::params::{MAX_TICKS, PARAMS};
+use locklab_models::params::{ResourceCheck, TokenRule};
 use locklab_models::protocols::{self, Protocol, Service};
 use locklab_models::{Budgets, LockModel, Params};
 use serde::{Deserialize, Serialize};
@@ -95,6 +96,12 @@ pub struct SimConfig {
     pub drift: Option<u32>,
     /// A restarted Redis stays unavailable for TTL+1 ms.
     pub delayed_restart: bool,
+    /// Where the resource checks fencing tokens (default: the protocol's).
+    pub resource_check: Option<ResourceCheck>,
+    /// How the resource compares tokens (default: `ge`).
+    pub token_rule: Option<TokenRule>,
+    /// etcd 3.4: no re-check of the own key after waiting.
+    pub no_recheck: bool,
     /// A run stops at this simulated time (a client starved by a lock that
     /// never expires would otherwise retry forever).
     pub horizon: u32,
@@ -136,6 +143,9 @@ impl SimConfig {
             quorum: None,
             drift: None,
             delayed_restart: false,
+            resource_check: None,
+            token_rule: None,
+            no_recheck: false,
             horizon: 600_000,
             scheduler: Scheduler::Random,
         }
@@ -288,6 +298,13 @@ impl SimConfig {
             p.drift = self.drift.unwrap_or(self.ttl / 100 + 2);
         }
         p.delayed_restart = self.delayed_restart;
+        if let Some(c) = self.resource_check {
+            p.resource_check = c;
+        }
+        if let Some(r) = self.token_rule {
+            p.token_rule = r;
+        }
+        p.no_recheck = self.no_recheck;
         p.open_timing = true;
         LockModel::new(proto, p).map_err(|e| e.0)
     }
@@ -465,6 +482,55 @@ pub static OPTIONS: &[Opt] = &[
     maybe!("quorum", quorum, COUNT),
     maybe!("drift", drift, MS),
     flag!("delayed-restart", delayed_restart),
+    Opt {
+        name: "resource-check",
+        kind: Kind::Choice,
+        get: |c| {
+            c.resource_check
+                .map(|r| match r {
+                    ResourceCheck::None => "none",
+                    ResourceCheck::Write => "write",
+                    ResourceCheck::ReadWrite => "read-write",
+                })
+                .unwrap_or_default()
+                .to_string()
+        },
+        set: |c, v| {
+            c.resource_check = Some(match v {
+                "none" => ResourceCheck::None,
+                "write" => ResourceCheck::Write,
+                "read-write" => ResourceCheck::ReadWrite,
+                _ => {
+                    return Err(format!(
+                        "--resource-check {v:?}: expected none, write or read-write"
+                    ));
+                }
+            });
+            Ok(())
+        },
+    },
+    Opt {
+        name: "token-rule",
+        kind: Kind::Choice,
+        get: |c| {
+            c.token_rule
+                .map(|r| match r {
+                    TokenRule::Ge => "ge",
+                    TokenRule::Gt => "gt",
+                })
+                .unwrap_or_default()
+                .to_string()
+        },
+        set: |c, v| {
+            c.token_rule = Some(match v {
+                "ge" => TokenRule::Ge,
+                "gt" => TokenRule::Gt,
+                _ => return Err(format!("--token-rule {v:?}: expected ge or gt")),
+            });
+            Ok(())
+        },
+    },
+    flag!("no-recheck", no_recheck),
     ms!("horizon", horizon),
     Opt {
         name: "scheduler",
