@@ -2,6 +2,7 @@
 //! protocols. This binary is a thin layer over the `locklab-models` and
 //! `locklab-traces` libraries.
 
+mod against;
 mod bench;
 mod check;
 mod cli;

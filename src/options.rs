@@ -137,24 +137,40 @@ impl ModelArgs {
 
     /// Builds and validates the model these options describe.
     pub fn build(&self) -> Result<LockModel, Failure> {
-        let proto = protocols::by_name(&self.protocol)
-            .ok_or_else(|| unknown("protocol", &self.protocol, &protocols::names()))?;
+        let proto = self.proto()?;
+        let mut p = Params::defaults(proto);
+        self.overlay(proto, &mut p)?;
+        p.validate_for_search().map_err(|e| Failure::input(e.0))?;
+        LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+    }
+
+    /// The protocol these options name.
+    pub fn proto(&self) -> Result<&'static dyn locklab_models::Protocol, Failure> {
+        protocols::by_name(&self.protocol)
+            .ok_or_else(|| unknown("protocol", &self.protocol, &protocols::names()))
+    }
+
+    /// Applies the options the user set, and only those, to `p`.
+    pub fn overlay(
+        &self,
+        proto: &dyn locklab_models::Protocol,
+        p: &mut Params,
+    ) -> Result<(), Failure> {
         for name in self.given() {
             let info = PARAMS
                 .iter()
                 .find(|p| p.name == name)
                 .expect("every option is listed");
-            if let Some(only) = info.only {
-                if !only.contains(&proto.name()) {
-                    return Err(Failure::input(format!(
-                        "--{name} does not apply to {}: it is an option of {}",
-                        proto.name(),
-                        only.join(", ")
-                    )));
-                }
+            if let Some(only) = info.only
+                && !only.contains(&proto.name())
+            {
+                return Err(Failure::input(format!(
+                    "--{name} does not apply to {}: it is an option of {}",
+                    proto.name(),
+                    only.join(", ")
+                )));
             }
         }
-        let mut p = Params::defaults(proto);
         if let Some(v) = self.clients {
             p.clients = v;
         }
@@ -188,10 +204,10 @@ impl ModelArgs {
         if self.renew_cap.is_some() {
             p.renew_cap = self.renew_cap;
         }
-        p.renew_unchecked = self.renew_unchecked;
-        p.no_cancel = self.no_cancel;
-        p.delayed_restart = self.delayed_restart;
-        p.no_recheck = self.no_recheck;
+        p.renew_unchecked |= self.renew_unchecked;
+        p.no_cancel |= self.no_cancel;
+        p.delayed_restart |= self.delayed_restart;
+        p.no_recheck |= self.no_recheck;
         if let Some(n) = self.instances {
             p.instances = n;
             p.quorum = n / 2 + 1;
@@ -212,7 +228,7 @@ impl ModelArgs {
                 RuleOpt::Gt => TokenRule::Gt,
             };
         }
-        self.apply_faults(proto, &mut p)?;
+        self.apply_faults(proto, p)?;
         if let Some(v) = &self.max_faults {
             p.max_faults = match v.trim() {
                 "all" => None,
@@ -223,8 +239,7 @@ impl ModelArgs {
                 })?),
             };
         }
-        p.validate_for_search().map_err(|e| Failure::input(e.0))?;
-        LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+        Ok(())
     }
 
     fn apply_faults(

@@ -70,6 +70,12 @@ pub enum TraceCommand {
         /// A trace file or a check report
         file: PathBuf,
     },
+    /// Run a counterexample's schedule against another protocol (or other knobs) and show where the fix blocks it
+    ///
+    /// Exit codes: 0 the target blocks it, 1 the target breaks too, 2 bad
+    /// input, 3 inconclusive (the schedules part before the violation).
+    #[command(allow_negative_numbers = true)]
+    Against(crate::against::AgainstArgs),
 }
 
 /// Reads a trace file and replays every trace in it; nothing is rendered
@@ -130,6 +136,7 @@ pub fn join(traces: &[Trace], format: Format, color: bool) -> String {
 
 pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
     match cmd {
+        TraceCommand::Against(a) => crate::against::run(a),
         TraceCommand::Render {
             file,
             format,

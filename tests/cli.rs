@@ -350,3 +350,61 @@ fn explore_serves_the_state_space_on_loopback() {
     let _ = child.wait();
     assert!(body.contains("mutual_exclusion"), "{body}");
 }
+
+#[test]
+fn a_counterexample_schedule_runs_against_the_fix() {
+    let d = scratch("against");
+    let trace = |proto: &str, faults: &str, inv: &str| -> String {
+        let f = d.join(format!("{proto}.{inv}.json"));
+        let o = locklab(&[
+            "check",
+            proto,
+            "--faults",
+            faults,
+            "--invariants",
+            inv,
+            "--no-fault-analysis",
+            "--json",
+            f.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        f.to_str().unwrap().to_string()
+    };
+    // The compare-and-delete release blocks naive DEL's foreign delete ...
+    let f = trace("naive-del", "pause", "ownership");
+    let o = locklab(&["trace", "against", "lua-release", &f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("lua-release BLOCKS it"), "{out}");
+    assert!(
+        out.contains("EVAL compare-and-delete lock c1#1 -> 0"),
+        "{out}"
+    );
+    // ... but renewal does not save a paused holder.
+    let f = trace("lua-release", "pause", "mutual_exclusion");
+    let o = locklab(&["trace", "against", "watchdog", &f]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("watchdog breaks mutual_exclusion too"));
+    // Fencing the reads turns the stale write away, at the step that lost it.
+    let f = trace("fencing", "pause", "no_lost_update");
+    let o = locklab(&[
+        "trace",
+        "against",
+        "fencing",
+        "--resource-check",
+        "read-write",
+        &f,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("rejects c1's write of 1: token 1 is stale"));
+    // A schedule means nothing to another kind of lock service.
+    let f = trace("naive-del", "pause", "mutual_exclusion");
+    rejects(
+        &["trace", "against", "zookeeper", &f],
+        "different kinds of lock service",
+    );
+    rejects(
+        &["trace", "against", "lua-release", "--instances", "3", &f],
+        "--instances does not apply",
+    );
+}

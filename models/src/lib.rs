@@ -27,6 +27,7 @@ pub mod redis;
 pub mod resource;
 pub mod search;
 pub mod trace;
+pub mod transfer;
 pub mod view;
 pub mod world;
 

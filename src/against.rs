@@ -1,0 +1,246 @@
+//! `locklab trace against PROTOCOL FILE`: run a counterexample's schedule
+//! against another protocol (or the same one with other knobs) and show
+//! where the fix blocks it (design §5b).
+
+use crate::options::ModelArgs;
+use crate::util::{EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure};
+use clap::Args;
+use locklab_models::params::PARAMS;
+use locklab_models::transfer::transfer;
+use locklab_models::world::Log;
+use locklab_models::{Invariant, LockModel, Params, trace};
+use locklab_traces::Trace;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct AgainstArgs {
+    /// The protocol to run the schedule against, and any knob to change
+    /// (`--resource-check read-write`, `--delayed-restart`, ...). The world
+    /// (clients, timings, faults) is the trace's.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A trace file or a check report (`locklab check --json`)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// From a check report, the trace of this invariant [default: the first]
+    #[arg(long, value_name = "NAME")]
+    pub invariant: Option<String>,
+}
+
+/// The target model: the trace's world, the target protocol's own knobs
+/// (the source's where the target has the same knob), then what the user
+/// set.
+fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Failure> {
+    let proto = args.model.proto()?;
+    if proto.service() != source.proto.service() {
+        return Err(Failure::input(format!(
+            "{} and {} talk to different kinds of lock service ({:?} vs {:?}): a schedule of one means nothing to the other",
+            source.proto.name(),
+            proto.name(),
+            source.proto.service(),
+            proto.service()
+        )));
+    }
+    let src = source.params.to_map();
+    let mut map = Params::defaults(proto).to_map();
+    for (k, v) in src {
+        let shared = match PARAMS.iter().find(|p| p.name == k) {
+            Some(info) => info.only.is_none_or(|only| only.contains(&proto.name())),
+            // Not a user knob (the fault budgets, the cap): the world's.
+            None => true,
+        };
+        if shared {
+            map.insert(k, v);
+        }
+    }
+    let mut p = Params::from_map(&map).map_err(Failure::input)?;
+    for k in p.faults.enabled() {
+        if !proto.faults().contains(&k) {
+            p.faults.set(k, 0);
+        }
+    }
+    args.model.overlay(proto, &mut p)?;
+    LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+}
+
+/// Labels of the steps of `path` through `m`, as a trace would show them.
+fn labels(m: &LockModel, path: &[locklab_models::Action]) -> Vec<String> {
+    let mut w = m.init();
+    path.iter()
+        .map(|a| {
+            let mut log = Log::on();
+            m.apply(&mut w, a, &mut log);
+            trace::label(&log.take())
+        })
+        .collect()
+}
+
+/// Why the target has no step playing the role of source action `a` after
+/// taking `path`.
+fn why_parted(
+    target: &LockModel,
+    path: &[locklab_models::Action],
+    a: &locklab_models::Action,
+) -> String {
+    use locklab_models::Action;
+    let mut w = target.init();
+    for step in path {
+        target.apply(&mut w, step, &mut Log::off());
+    }
+    let view = locklab_models::view::view(target, &w, 0, &locklab_models::view::Clocks::new(&w));
+    let name = target.proto.name();
+    match a {
+        Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => {
+            let to = w.node_name(msg.to);
+            let down = view
+                .servers
+                .iter()
+                .find(|s| s.id == to)
+                .filter(|s| s.status != "up")
+                .map(|s| format!(" ({to} is {})", s.status))
+                .unwrap_or_default();
+            format!(
+                "in {name} no message from {} to {to} of that kind is in flight{down}",
+                w.node_name(msg.from)
+            )
+        }
+        Action::Step { client } | Action::Watchdog { client } => {
+            let c = &view.clients[*client as usize];
+            format!("in {name} {} has no such step due ({})", c.id, c.phase)
+        }
+        Action::Tick { .. } => format!("in {name} time cannot pass yet: a step is still due"),
+        other => format!("{name} cannot take {other:?} here"),
+    }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let t: String = s.chars().take(n - 1).collect();
+        format!("{t}…")
+    }
+}
+
+pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
+    let traces = crate::trace_cmd::load(&args.file, args.invariant.as_deref())?;
+    let t: &Trace = traces
+        .first()
+        .ok_or_else(|| Failure::input(format!("{}: no trace in it", args.file.display())))?;
+    let source = trace::model_from_config(&t.config).map_err(Failure::input)?;
+    let inv = Invariant::from_name(&t.invariant)
+        .ok_or_else(|| Failure::input(format!("unknown invariant {:?}", t.invariant)))?;
+    let target = target_model(&source, args)?;
+    if !inv.applies(target.proto) {
+        return Err(Failure::input(format!(
+            "{} does not apply to {}",
+            inv.name(),
+            target.proto.name()
+        )));
+    }
+    let path = trace::actions(t).map_err(|e| Failure::input(e.to_string()))?;
+    let result = transfer(&source, &path, &target, inv);
+    let tpath: Vec<_> = result.steps.iter().map(|s| s.action).collect();
+    let tl = labels(&target, &tpath);
+
+    let (src_name, tgt_name) = (source.proto.name(), target.proto.name());
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{src_name}'s {} counterexample ({} steps), its schedule run against {tgt_name}",
+        t.invariant,
+        t.steps.len()
+    );
+    let _ = writeln!(
+        out,
+        "(each row: the source step and what the target did in its place; ≠ marks a different outcome; \"+\" rows are the target's own due steps)"
+    );
+    let _ = writeln!(out);
+    let w = 72;
+    let _ = writeln!(out, " step  {:<w$}     {tgt_name}", src_name);
+    let mut shown = 0;
+    let mut differ: Vec<usize> = Vec::new();
+    for (k, s) in result.steps.iter().enumerate() {
+        let mark = if s.broken && result.broken_at == Some(k) {
+            format!("   <-- {} broken", t.invariant)
+        } else {
+            String::new()
+        };
+        match s.source {
+            Some(i) if i > shown => {
+                shown = i;
+                let src = &t.steps[i - 1];
+                let smark = if i == t.violation_step { " ✗" } else { "" };
+                let ne = if src.label != tl[k] {
+                    differ.push(i);
+                    "≠"
+                } else {
+                    " "
+                };
+                let _ = writeln!(
+                    out,
+                    " {:>4}  {:<w$}  {ne}  {}{mark}",
+                    i,
+                    cut(&format!("{}{smark}", src.label), w),
+                    tl[k]
+                );
+            }
+            Some(_) => {
+                let _ = writeln!(out, " {:>4}  {:<w$}     {}{mark}", "", "", tl[k]);
+            }
+            None => {
+                let _ = writeln!(out, " {:>4}  {:<w$}  +  {}{mark}", "", "", tl[k]);
+            }
+        }
+    }
+    let _ = writeln!(out);
+    let at = t.violation_step;
+    let played_to = result.parted_at.map_or(t.steps.len(), |p| p - 1);
+    let code = match (result.broken_at, result.parted_at) {
+        (Some(k), _) => {
+            let _ = writeln!(
+                out,
+                "verdict: {tgt_name} breaks {} too under the same schedule: {}",
+                t.invariant, tl[k]
+            );
+            EXIT_VIOLATION
+        }
+        (None, Some(p)) if p <= at => {
+            let _ = writeln!(
+                out,
+                "verdict: inconclusive: the schedules part at step {p} ({}): {}; {src_name} breaks {} at step {at}",
+                t.steps[p - 1].label,
+                why_parted(&target, &tpath, &path[p - 1]),
+                t.invariant
+            );
+            EXIT_INCOMPLETE
+        }
+        _ => {
+            let blocked = result
+                .steps
+                .iter()
+                .position(|s| s.source == Some(at))
+                .map(|k| tl[k].clone())
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "verdict: {tgt_name} BLOCKS it: {} holds through the schedule (followed to step {played_to} of {}). {src_name} breaks it at step {at} ({}); in its place {tgt_name} does: {blocked}",
+                t.invariant,
+                t.steps.len(),
+                t.steps[at - 1].label
+            );
+            if !differ.is_empty() {
+                let list: Vec<String> = differ.iter().map(|i| i.to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    "         the steps that played out differently (≠): {}",
+                    list.join(", ")
+                );
+            }
+            EXIT_OK
+        }
+    };
+    print!("{out}");
+    Ok(code)
+}
