@@ -10,7 +10,12 @@ use clap::{Parser, Subcommand};
 /// Exit codes: 0 no violation, 1 violation found, 2 bad input,
 /// 3 search incomplete (a bound was hit).
 #[derive(Parser, Debug)]
-#[command(name = "locklab", version, propagate_version = true)]
+#[command(
+    name = "locklab",
+    version,
+    propagate_version = true,
+    after_help = "Start here:\n  locklab list                          protocols, fault kinds, invariants\n  locklab check redlock                 shortest counterexamples for Redlock\n  locklab check all                     the whole ladder as a matrix\n  locklab simulate watchdog --runs 100000\n  locklab trace render FILE --format svg\n  locklab replay FILE                   the counterexample on real redis-server\n\nMore: README.md, docs/model.md, docs/simulation.md, docs/gallery/."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -26,7 +31,7 @@ pub enum Command {
     /// Step through a protocol's states in stateright's web Explorer (on 127.0.0.1)
     #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
-    /// Read trace files: render them, or check that they replay through the model
+    /// Read trace files: render, explain, validate, or run a schedule against another protocol
     #[command(subcommand)]
     Trace(crate::trace_cmd::TraceCommand),
     /// Measure the search (states, states/s, memory per state), or with --sim the simulator (acquisitions/s)
