@@ -152,6 +152,11 @@ fn index(reports: &[CheckReport]) -> String {
         out,
         "To step through a counterexample state by state, open its viewer: `locklab trace render docs/gallery/traces/FILE.json --format html > trace.html`."
     );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "**[The article's claims, checked](article.md)**: each claim the article makes about a design under a fault, the check that tests it, and what the search finds."
+    );
     out
 }
 
@@ -262,6 +267,7 @@ pub fn generate(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
         reports.push(r);
     }
     files.insert("README.md".into(), index(&reports));
+    files.extend(crate::article::page(threads)?);
     Ok(files)
 }
 

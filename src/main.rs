@@ -3,6 +3,7 @@
 //! `locklab-traces` libraries.
 
 mod against;
+mod article;
 mod bench;
 mod check;
 mod cli;

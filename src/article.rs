@@ -1,0 +1,496 @@
+//! The article's claims, checked: a page of the gallery that quotes each
+//! claim the article (`shared/seed/`) makes about which design breaks under
+//! which fault, runs the check that tests it, and says what the search
+//! found — and whether that agrees with the article.
+//!
+//! The table below holds only what the article *says* and which check tests
+//! it. Every verdict on the page is computed by the search when the gallery
+//! is generated (and every counterexample replayed and validated), so when
+//! the model changes the page changes with it, and the gallery's staleness
+//! test notices.
+
+use crate::util::Failure;
+use locklab_models::search::SearchOptions;
+use locklab_models::{Budgets, FaultKind, Invariant, LockModel, Params, protocols};
+use locklab_traces::{CheckReport, svg};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// What the article asserts about a design under a fault.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Says {
+    /// It breaks.
+    Breaks,
+    /// It is safe.
+    Safe,
+    /// The article does not say (locklab adds the row).
+    Silent,
+}
+
+struct Claim {
+    /// File stem of its counterexample.
+    id: &'static str,
+    section: &'static str,
+    /// The article's words.
+    quote: &'static str,
+    /// What they claim, in English.
+    gloss: &'static str,
+    says: Says,
+    protocol: &'static str,
+    faults: &'static [FaultKind],
+    invariant: Invariant,
+    /// Knobs beyond the protocol's defaults.
+    knobs: fn(&mut Params),
+    /// The knobs as command-line words, for the page.
+    flags: &'static str,
+    /// At most this many faults together (`None`: all the kinds shown can
+    /// strike in one execution).
+    cap: Option<u8>,
+}
+
+use FaultKind::*;
+use Invariant::*;
+
+fn none(_: &mut Params) {}
+
+const CLAIMS: &[Claim] = &[
+    Claim {
+        id: "setnx-crash",
+        section: "§2.1",
+        quote: "先SETNX再EXPIRE……两条命令之间客户端崩溃，就会留下一把没有过期时间的锁",
+        gloss: "SETNX then EXPIRE: a crash between the two leaves a lock that never expires",
+        says: Says::Breaks,
+        protocol: "setnx-expire",
+        faults: &[Crash],
+        invariant: NoOrphanLock,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "setnx-delay",
+        section: "§2.1",
+        quote: "",
+        gloss: "no crash needed: a delayed SETNX from an attempt the client gave up on lands after it finished",
+        says: Says::Silent,
+        protocol: "setnx-expire",
+        faults: &[Delay],
+        invariant: NoOrphanLock,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "slow-work",
+        section: "§3.1",
+        quote: "设短了，破坏互斥。业务偶发地慢……超过过期时间，锁被自动释放，第二个客户端加锁成功",
+        gloss: "a critical section slower than the TTL lets a second client in",
+        says: Says::Breaks,
+        protocol: "lua-release",
+        faults: &[Slow],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "gc-pause",
+        section: "§3.3",
+        quote: "甲的进程进入一次长垃圾回收……此刻系统里有两个都认为自己独占资源的写入者",
+        gloss: "a GC pause longer than the TTL: two clients believe they hold the lock",
+        says: Says::Breaks,
+        protocol: "lua-release",
+        faults: &[Pause],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "gc-pause-overwrite",
+        section: "§3.3",
+        quote: "如果临界区是\u{201c}读余额、算新值、写回去\u{201d}，两边会互相覆盖",
+        gloss: "and a read-modify-write critical section loses an update",
+        says: Says::Breaks,
+        protocol: "lua-release",
+        faults: &[Pause],
+        invariant: NoLostUpdate,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "naive-del",
+        section: "§4.1",
+        quote: "一条DEL把锁删了——但此刻锁属于乙",
+        gloss: "a plain DEL deletes the lock another client now holds",
+        says: Says::Breaks,
+        protocol: "naive-del",
+        faults: &[Pause],
+        invariant: Ownership,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "get-del",
+        section: "§4.2",
+        quote: "先查再删依然是错的……DEL到达时删掉的已经是乙的锁",
+        gloss: "GET-then-DEL still deletes another's lock: the key changes hands in between",
+        says: Says::Breaks,
+        protocol: "get-del",
+        faults: &[Delay],
+        invariant: Ownership,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "lua-release",
+        section: "§4.3",
+        quote: "用 Lua 把校验与删除压成一步",
+        gloss: "the Lua compare-and-delete never deletes another client's lock",
+        says: Says::Safe,
+        protocol: "lua-release",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: Ownership,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "watchdog-slow",
+        section: "§5.2",
+        quote: "看门狗解决的是\u{201c}正常慢\u{201d}",
+        gloss: "the watchdog keeps the lock through slow work",
+        says: Says::Safe,
+        protocol: "watchdog",
+        faults: &[Slow],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "watchdog-pause",
+        section: "§5.2",
+        quote: "但看门狗治不了\u{201c}停顿\u{201d}……业务线程冻结的同时，续期线程也冻结了",
+        gloss: "but not through a pause: the pause freezes the watchdog too",
+        says: Says::Breaks,
+        protocol: "watchdog",
+        faults: &[Pause],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "renew-unchecked",
+        section: "§5.1",
+        quote: "续期脚本必须校验所有权……否则就是在给别人的锁续命",
+        gloss: "a renewal without the ownership check extends another client's lock",
+        says: Says::Breaks,
+        protocol: "watchdog",
+        faults: &[Pause],
+        invariant: Ownership,
+        knobs: |p| p.renew_unchecked = true,
+        flags: "--renew-unchecked",
+        cap: None,
+    },
+    Claim {
+        id: "no-cancel",
+        section: "§5.3",
+        quote: "忘记取消续期任务的后果是锁永不过期",
+        gloss: "a renewal never cancelled keeps a crashed holder's lock forever",
+        says: Says::Breaks,
+        protocol: "watchdog",
+        faults: &[Crash],
+        invariant: NoOrphanLock,
+        knobs: |p| p.no_cancel = true,
+        flags: "--no-cancel",
+        cap: None,
+    },
+    Claim {
+        id: "renew-cap",
+        section: "§5.3",
+        quote: "给续期设一个总时长上限（比如十分钟）是合理的兜底",
+        gloss: "a cap on total renewal time is the fallback",
+        says: Says::Safe,
+        protocol: "watchdog",
+        faults: &[Crash],
+        invariant: NoOrphanLock,
+        knobs: |p| {
+            p.no_cancel = true;
+            p.renew_cap = Some(6);
+        },
+        flags: "--no-cancel --renew-cap 6",
+        cap: None,
+    },
+    Claim {
+        id: "failover",
+        section: "§6.1",
+        quote: "哨兵把一个尚未收到这条写入的从节点提升为新主……第二个客户端向新主加锁，成功",
+        gloss: "a failover loses the unreplicated lock: a second client gets it",
+        says: Says::Breaks,
+        protocol: "replicated",
+        faults: &[Failover],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "redlock-restart",
+        section: "§6.2",
+        quote: "单实例宕机、单实例的记忆丢失都不再直接导致双持锁",
+        gloss: "with Redlock, one instance crashing or losing its memory no longer leads to two holders",
+        says: Says::Safe,
+        protocol: "redlock",
+        faults: &[Restart],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "redlock-delayed-restart",
+        section: "§6.2",
+        quote: "",
+        gloss: "the Redlock page's advice: keep a restarted instance down for a TTL",
+        says: Says::Silent,
+        protocol: "redlock",
+        faults: &[Restart],
+        invariant: MutualExclusion,
+        knobs: |p| p.delayed_restart = true,
+        flags: "--delayed-restart",
+        cap: None,
+    },
+    Claim {
+        id: "redlock-clock-jump",
+        section: "§6.3",
+        quote: "如果某个实例的时钟被同步协议向前跳了一大步，它上面的锁会提前过期，多数派相交的前提被打破",
+        gloss: "a forward clock jump on one instance breaks Redlock's majority",
+        says: Says::Breaks,
+        protocol: "redlock",
+        faults: &[ClockJump],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "redlock-pause",
+        section: "§6.3",
+        quote: "客户端从五个实例凑齐多数派、拿到锁，然后停顿六十秒……另一个客户端凑齐了新的多数派",
+        gloss: "a pause after acquiring a Redlock majority: another client gets a new majority",
+        says: Says::Breaks,
+        protocol: "redlock",
+        faults: &[Pause],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "fencing-write-only",
+        section: "§7.2",
+        quote: "即使乙还没来得及写入、甲先带着 33 写成功了……旧持有者最多完成一次\u{201c}其实无害\u{201d}的写入",
+        gloss: "checking tokens on writes is enough: a stale write that lands first is harmless",
+        says: Says::Safe,
+        protocol: "fencing",
+        faults: &[Pause],
+        invariant: NoLostUpdate,
+        knobs: |p| p.resource_check = locklab_models::params::ResourceCheck::Write,
+        flags: "--resource-check write",
+        cap: None,
+    },
+    Claim {
+        id: "fencing-read-write",
+        section: "§7.2",
+        quote: "",
+        gloss: "fence the reads too",
+        says: Says::Silent,
+        protocol: "fencing",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoLostUpdate,
+        knobs: |p| p.resource_check = locklab_models::params::ResourceCheck::ReadWrite,
+        flags: "--resource-check read-write",
+        cap: Some(2),
+    },
+    Claim {
+        id: "fencing-redis",
+        section: "§7.3",
+        quote: "主从切换丢锁的同时也可能丢计数器进度——计数器回退会发出重复令牌",
+        gloss: "a failover can roll a Redis INCR token back and hand the same token out twice",
+        says: Says::Breaks,
+        protocol: "fencing-redis",
+        faults: &[Failover],
+        invariant: TokenMonotonic,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "zookeeper-pause",
+        section: "§8.3",
+        quote: "会话与租约同样会过期……临时节点照样删除、租约照样到期、锁照样易主",
+        gloss: "ZooKeeper sessions expire under a pause too",
+        says: Says::Breaks,
+        protocol: "zookeeper",
+        faults: &[Pause],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "etcd-pause",
+        section: "§8.3",
+        quote: "客户端进程整体停顿，会话心跳与租约保活一样会停",
+        gloss: "and so do etcd leases",
+        says: Says::Breaks,
+        protocol: "etcd",
+        faults: &[Pause],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "etcd-heartbeats",
+        section: "§8.3",
+        quote: "",
+        gloss: "no pause needed: a slow holder whose keepalives are delayed and lost loses its lease",
+        says: Says::Silent,
+        protocol: "etcd",
+        faults: &[Slow, Loss, Delay],
+        invariant: MutualExclusion,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+];
+
+fn model(c: &Claim) -> Result<LockModel, Failure> {
+    let proto = protocols::by_name(c.protocol).ok_or_else(|| {
+        Failure::input(format!(
+            "the article page names an unknown protocol {}",
+            c.protocol
+        ))
+    })?;
+    let mut p = Params::defaults(proto);
+    p.faults = Budgets::none();
+    for k in c.faults {
+        p.faults.set(*k, 1);
+    }
+    p.max_faults = c.cap;
+    (c.knobs)(&mut p);
+    LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+}
+
+/// The `locklab check` command that reproduces a row.
+fn command(c: &Claim) -> String {
+    let faults: Vec<&str> = c.faults.iter().map(|k| k.name()).collect();
+    let cap = c.cap.map_or("all".to_string(), |n| n.to_string());
+    let mut s = format!(
+        "locklab check {} --faults {} --max-faults {cap} --invariants {}",
+        c.protocol,
+        faults.join(","),
+        c.invariant.name()
+    );
+    if !c.flags.is_empty() {
+        s.push(' ');
+        s.push_str(c.flags);
+    }
+    s
+}
+
+/// The article page and the files it links to, by path in the gallery.
+pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
+    let mut files = BTreeMap::new();
+    let mut out = String::new();
+    let _ = writeln!(out, "# The article's claims, checked");
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Each row quotes a claim the article makes about a lock design under a fault, states what it asserts, and runs the exhaustive check that tests it (with exactly the fault kinds shown, each at most once, and as many of them together as `--max-faults` says). The verdicts are computed by the search when this page is generated; a broken row links to its shortest counterexample, replayed through the model. Rows marked *not in the article* are what locklab adds."
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| § | the article says | check | locklab finds | |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    let mut wrong = Vec::new();
+    for c in CLAIMS {
+        let m = model(c)?;
+        let opts = SearchOptions {
+            invariants: vec![c.invariant],
+            max_states: None,
+            max_depth: None,
+            symmetry: true,
+            threads,
+        };
+        let r: CheckReport = crate::check::report(&m, &opts, false)?;
+        let v = r
+            .verdicts
+            .iter()
+            .find(|v| v.invariant == c.invariant.name())
+            .ok_or_else(|| Failure::input(format!("no verdict for {}", c.id)))?;
+        let found = match v.status.as_str() {
+            "violated" => {
+                let t = &r.traces[0];
+                files.insert(format!("traces/article-{}.json", c.id), t.to_json());
+                files.insert(format!("svg/article-{}.svg", c.id), svg::render(t));
+                format!(
+                    "✗ **broken** in {} steps ([picture](svg/article-{}.svg), [trace](traces/article-{}.json)): {}",
+                    v.steps.unwrap_or(0),
+                    c.id,
+                    c.id,
+                    v.note
+                )
+            }
+            "holds" => format!("✓ holds ({})", v.note),
+            other => format!("? {other}: {}", v.note),
+        };
+        let broken = v.status == "violated";
+        let agreement = match (c.says, broken) {
+            (Says::Breaks, true) | (Says::Safe, false) => "agrees".to_string(),
+            (Says::Silent, _) => "adds".to_string(),
+            _ => {
+                wrong.push(c);
+                "**the article is wrong here**".to_string()
+            }
+        };
+        let said = if c.quote.is_empty() {
+            format!("*not in the article:* {}", c.gloss)
+        } else {
+            format!("「{}」 — {}", c.quote, c.gloss)
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {said} | `{}` | {found} | {agreement} |",
+            c.section,
+            command(c)
+        );
+    }
+    let _ = writeln!(out);
+    if !wrong.is_empty() {
+        let _ = writeln!(out, "## Where the checker disagrees with the article");
+        let _ = writeln!(out);
+        for c in wrong {
+            let _ = writeln!(
+                out,
+                "- {} 「{}」 ({}): the check `{}` finds the opposite; see its counterexample above.",
+                c.section,
+                c.quote,
+                c.gloss,
+                command(c)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(
+        out,
+        "Generated with the gallery by `cargo run --release -- docs --out docs/gallery`."
+    );
+    files.insert("article.md".into(), out);
+    Ok(files)
+}
