@@ -450,14 +450,16 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
             "holds" => format!("✓ holds ({})", v.note),
             other => format!("? {other}: {}", v.note),
         };
-        let broken = v.status == "violated";
-        let agreement = match (c.says, broken) {
-            (Says::Breaks, true) | (Says::Safe, false) => "agrees".to_string(),
+        // Only a finished search can agree or disagree: an incomplete one
+        // (none is bounded here, but a change could make one) decides nothing.
+        let agreement = match (c.says, v.status.as_str()) {
             (Says::Silent, _) => "adds".to_string(),
-            _ => {
+            (Says::Breaks, "violated") | (Says::Safe, "holds") => "agrees".to_string(),
+            (Says::Breaks, "holds") | (Says::Safe, "violated") => {
                 wrong.push(c);
                 "**the article is wrong here**".to_string()
             }
+            _ => "undecided: the search did not finish".to_string(),
         };
         let said = if c.quote.is_empty() {
             format!("*not in the article:* {}", c.gloss)
