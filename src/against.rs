@@ -16,8 +16,9 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct AgainstArgs {
     /// The protocol to run the schedule against, and any knob to change
-    /// (`--resource-check read-write`, `--delayed-restart`, ...). The world
-    /// (clients, timings, faults) is the trace's.
+    /// (`--resource-check read-write`, `--delayed-restart`, `--ttl`, ...).
+    /// The world (clients, acquisitions, faults) is the trace's and cannot
+    /// be changed here; so are its timings unless set.
     #[command(flatten)]
     pub model: ModelArgs,
     /// A trace file or a check report (`locklab check --json`)
@@ -32,6 +33,11 @@ pub struct AgainstArgs {
 /// (the source's where the target has the same knob), then what the user
 /// set.
 fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Failure> {
+    if let Some(name) = args.model.world_given().first() {
+        return Err(Failure::input(format!(
+            "--{name} cannot be set here: the schedule is the trace's, with its clients, acquisitions and faults; change the protocol or its knobs (--resource-check, --delayed-restart, --ttl, ...)"
+        )));
+    }
     let proto = args.model.proto()?;
     if proto.service() != source.proto.service() {
         return Err(Failure::input(format!(
@@ -106,11 +112,16 @@ fn why_parted(
             )
         }
         Action::Step { client } | Action::Watchdog { client } => {
-            let c = &view.clients[*client as usize];
-            format!("in {name} {} has no such step due ({})", c.id, c.phase)
+            match view.clients.get(*client as usize) {
+                Some(c) => format!("in {name} {} has no such step due ({})", c.id, c.phase),
+                None => format!("in {name} there is no client c{}", client + 1),
+            }
         }
         Action::Tick { .. } => format!("in {name} time cannot pass yet: a step is still due"),
-        other => format!("{name} cannot take {other:?} here"),
+        other => format!(
+            "{name} cannot take the step \"{}\" here",
+            locklab_models::trace::action_text(other)
+        ),
     }
 }
 

@@ -379,22 +379,32 @@ pub fn write_traces(
 ) -> Result<(), Failure> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Failure::input(format!("cannot create {}: {e}", dir.display())))?;
-    for r in reports {
-        for t in &r.traces {
-            write_atomic(&dir.join(trace_file_name(t)), &t.to_json())?;
-            if matches!(
-                format,
-                Format::Mermaid | Format::Svg | Format::Html | Format::Dot
-            ) {
-                let p = dir.join(format!(
-                    "{}.{}.{}",
-                    t.config.protocol,
-                    t.invariant,
-                    format.extension()
-                ));
-                write_atomic(&p, &format.render(t, false))?;
-                eprintln!("wrote {}", p.display());
-            }
+    let draws = matches!(
+        format,
+        Format::Mermaid | Format::Svg | Format::Html | Format::Dot
+    );
+    let mut files = Vec::new();
+    for t in reports.iter().flat_map(|r| &r.traces) {
+        files.push((dir.join(trace_file_name(t)), t.to_json(), false));
+        if draws {
+            let name = format!(
+                "{}.{}.{}",
+                t.config.protocol,
+                t.invariant,
+                format.extension()
+            );
+            files.push((dir.join(name), format.render(t, false), true));
+        }
+    }
+    // Every target is checked before the first is written: a run that
+    // cannot write them all writes none.
+    for (p, _, _) in &files {
+        check_writable(p)?;
+    }
+    for (p, contents, announce) in &files {
+        write_atomic(p, contents)?;
+        if *announce {
+            eprintln!("wrote {}", p.display());
         }
     }
     Ok(())

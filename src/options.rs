@@ -135,6 +135,24 @@ impl ModelArgs {
         v
     }
 
+    /// World options the user set (who runs, which faults strike), by CLI
+    /// name: `trace against` keeps the trace's world and refuses these.
+    pub fn world_given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, name) in [
+            (self.clients.is_some(), "clients"),
+            (self.acquisitions.is_some(), "acquisitions"),
+            (self.faults.is_some(), "faults"),
+            (self.max_faults.is_some(), "max-faults"),
+            (!self.budget.is_empty(), "budget"),
+        ] {
+            if set {
+                v.push(name);
+            }
+        }
+        v
+    }
+
     /// Builds and validates the model these options describe.
     pub fn build(&self) -> Result<LockModel, Failure> {
         let proto = self.proto()?;

@@ -78,8 +78,13 @@ pub fn check_writable(path: &Path) -> Result<(), Failure> {
         _ => PathBuf::from("."),
     };
     if !dir.is_dir() {
+        let why = if dir.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
         return Err(Failure::input(format!(
-            "cannot write {}: directory {} does not exist",
+            "cannot write {}: {} {why}",
             path.display(),
             dir.display()
         )));
@@ -96,23 +101,45 @@ pub fn check_writable(path: &Path) -> Result<(), Failure> {
 /// Writes `contents` to `path` atomically: a temporary file in the same
 /// directory, then a rename. A reader never sees half a file.
 pub fn write_atomic(path: &Path, contents: &str) -> Result<(), Failure> {
-    let dir = match path.parent() {
+    let fail = |e: std::io::Error| Failure {
+        code: EXIT_BAD_INPUT,
+        message: format!("cannot write {}: {e}", path.display()),
+    };
+    // Write what a symbolic link names, so that the link stays a link.
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(t) => t,
+            // A dangling link: create the file it names.
+            Err(_) => match std::fs::read_link(path) {
+                Ok(t) if t.is_relative() => path.parent().unwrap_or(Path::new(".")).join(t),
+                Ok(t) => t,
+                Err(e) => return Err(fail(e)),
+            },
+        },
+        _ => path.to_path_buf(),
+    };
+    // A device or a pipe (`/dev/stdout`, a FIFO) is written through: there
+    // is no file to replace, and renaming over it would destroy it.
+    if let Ok(m) = std::fs::metadata(&target)
+        && !m.is_file()
+        && !m.is_dir()
+    {
+        return std::fs::write(&target, contents).map_err(fail);
+    }
+    let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path
+    let name = target
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "out".into());
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, contents)
-        .and_then(|_| std::fs::rename(&tmp, path))
+        .and_then(|_| std::fs::rename(&tmp, &target))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            Failure {
-                code: EXIT_BAD_INPUT,
-                message: format!("cannot write {}: {e}", path.display()),
-            }
+            fail(e)
         })
 }
 
