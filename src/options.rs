@@ -4,7 +4,7 @@
 
 use crate::util::{Failure, unknown};
 use clap::{Args, ValueEnum};
-use locklab_models::params::{PARAMS, ResourceCheck, TokenRule};
+use locklab_models::params::{Network, PARAMS, ResourceCheck, TokenRule};
 use locklab_models::{FaultKind, LockModel, Params, protocols};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -12,6 +12,12 @@ pub enum CheckOpt {
     None,
     Write,
     ReadWrite,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum NetworkOpt {
+    Fifo,
+    Unordered,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -72,6 +78,12 @@ pub struct ModelArgs {
     /// Size of a clock jump [default: TTL]
     #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
     pub jump: Option<u32>,
+    /// How the network orders messages: `fifo` = one ordered TCP connection
+    /// per client, server and channel, and a new connection after a timeout
+    /// (what was sent on the old one may still arrive, in its own order);
+    /// `unordered` = any message may overtake any other [default: fifo]
+    #[arg(long, value_enum, value_name = "SEMANTICS", help_heading = "World")]
+    pub network: Option<NetworkOpt>,
 
     /// Watchdog renewals / session heartbeats: ticks between them [default: TTL/3]
     #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
@@ -244,6 +256,12 @@ impl ModelArgs {
             p.token_rule = match r {
                 RuleOpt::Ge => TokenRule::Ge,
                 RuleOpt::Gt => TokenRule::Gt,
+            };
+        }
+        if let Some(n) = self.network {
+            p.network = match n {
+                NetworkOpt::Fifo => Network::Fifo,
+                NetworkOpt::Unordered => Network::Unordered,
             };
         }
         self.apply_faults(proto, p)?;

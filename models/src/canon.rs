@@ -243,6 +243,8 @@ fn msg_hash(m: &Msg, p: &[u8], blank: Option<u8>) -> u64 {
         from,
         to,
         chan,
+        conn,
+        seq,
         body,
         held,
         orphan,
@@ -291,7 +293,7 @@ fn msg_hash(m: &Msg, p: &[u8], blank: Option<u8>) -> u64 {
     };
     let w0 = node(from) | node(to) << 12 | (chan as u64) << 24 | tag << 28 | (orphan as u64) << 36;
     let w1 = a | b << 24;
-    let w2 = held.map_or(0, |k| k as u64 + 1);
+    let w2 = held.map_or(0, |k| k as u64 + 1) | (conn as u64) << 40 | (seq as u64) << 48;
     let mut h = Fingerprinter::new();
     h.write_u64(w0);
     h.write_u64(w1);
@@ -469,7 +471,17 @@ fn column(w: &World, s: usize) -> u64 {
     for m in &w.net {
         if m.to == me || m.from == me {
             let blank = |n: Node| if n == me { Node::Redis(u8::MAX) } else { n };
-            (blank(m.from), blank(m.to), m.chan, m.body, m.held, m.orphan).hash(&mut h);
+            (
+                blank(m.from),
+                blank(m.to),
+                m.chan,
+                m.conn,
+                m.seq,
+                m.body,
+                m.held,
+                m.orphan,
+            )
+                .hash(&mut h);
         }
     }
     h.finish()

@@ -64,6 +64,13 @@ impl Ctx<'_> {
             );
             return false;
         }
+        self.post(c, to, chan, cmd, false);
+        true
+    }
+
+    /// Puts a request on client `c`'s current connection to `to`.
+    /// `no_reply`: the client will not read the answer.
+    fn post(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd, no_reply: bool) {
         ev!(
             self.log,
             EventKind::Send,
@@ -72,30 +79,30 @@ impl Ctx<'_> {
             "{}",
             cmd.text()
         );
-        self.w.push_msg(Msg {
-            from: Node::Client(c),
-            to,
-            chan,
-            body: Body::Req(cmd),
-            held: None,
-            orphan: false,
-        });
-        true
+        let fifo = self.m.params.network == crate::params::Network::Fifo;
+        self.w.send_msg(
+            Msg {
+                from: Node::Client(c),
+                to,
+                chan,
+                conn: 0,
+                seq: 0,
+                body: Body::Req(cmd),
+                held: None,
+                orphan: no_reply,
+            },
+            fifo,
+        );
     }
 
     /// Sends `cmd` and expects no answer: the client does not wait for the
-    /// reply (reference Redlock clients ignore unlock results).
+    /// reply (reference Redlock clients ignore unlock results). It travels
+    /// on the client's current connection, ahead of whatever it sends next.
     pub fn notify(&mut self, c: u8, s: u8, cmd: Cmd) -> bool {
-        if !self.send(c, s, Chan::Main, cmd) {
-            return false;
+        if !self.w.redis[s as usize].is_up() {
+            return self.send(c, s, Chan::Main, cmd);
         }
-        let me = Node::Client(c);
-        if let Some(m) = self.w.net.iter_mut().find(|m| {
-            m.from == me && m.to == Node::Redis(s) && m.body == Body::Req(cmd) && !m.orphan
-        }) {
-            m.orphan = true;
-        }
-        self.w.net.sort();
+        self.post(c, Node::Redis(s), Chan::Main, cmd, true);
         true
     }
 
@@ -111,6 +118,10 @@ impl Ctx<'_> {
     /// flight will run but their replies go nowhere, replies in flight are
     /// discarded (the connection is closed).
     pub fn abandon(&mut self, c: u8, chan: Chan) {
+        if self.m.params.network == crate::params::Network::Fifo {
+            self.w.close_conns(c, chan);
+            return;
+        }
         let me = Node::Client(c);
         self.w.net.retain(|m| !(m.to == me && m.chan == chan));
         let mut changed = false;
@@ -324,7 +335,11 @@ pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
             reply.text(),
             x.w.node_name(msg.from)
         );
-        x.w.push_msg(Msg { held: None, ..msg });
+        // It stays where it is in its connection's queue, no longer held.
+        if let Some(m) = x.w.net.iter_mut().find(|m| **m == msg) {
+            m.held = None;
+        }
+        x.w.net.sort();
         return;
     }
     ev!(

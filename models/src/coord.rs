@@ -25,7 +25,8 @@ fn has_session(w: &World, c: u8) -> bool {
 
 /// Deletes the entries at `idx` (one transaction: one new revision) and
 /// fires the watches on them.
-fn delete(w: &mut World, idx: &[usize], log: &mut Log) {
+fn delete(m: &LockModel, w: &mut World, idx: &[usize], log: &mut Log) {
+    let fifo = m.params.network == crate::params::Network::Fifo;
     if idx.is_empty() {
         return;
     }
@@ -59,14 +60,19 @@ fn delete(w: &mut World, idx: &[usize], log: &mut Log) {
                 Some(w.client_name(watcher)),
                 "watch event: #{rev} deleted"
             );
-            w.push_msg(Msg {
-                from: Node::Service,
-                to: Node::Client(watcher),
-                chan: Chan::Main,
-                body: Body::Reply(Reply::Deleted(rev)),
-                held: None,
-                orphan: false,
-            });
+            w.send_msg(
+                Msg {
+                    from: Node::Service,
+                    to: Node::Client(watcher),
+                    chan: Chan::Main,
+                    conn: 0,
+                    seq: 0,
+                    body: Body::Reply(Reply::Deleted(rev)),
+                    held: None,
+                    orphan: false,
+                },
+                fifo,
+            );
         }
     }
 }
@@ -157,7 +163,7 @@ fn execute(m: &LockModel, w: &mut World, c: u8, cmd: Cmd, log: &mut Log) -> Repl
                 .map(|(i, _)| i)
                 .collect();
             let had = w.coord.entries.iter().any(|e| e.rev == rev && e.owner == c);
-            delete(w, &idx, log);
+            delete(m, w, &idx, log);
             w.coord.sessions[c as usize] = None;
             w.coord.watches.retain(|(watcher, _)| *watcher != c);
             Reply::Int(had as u8)
@@ -178,22 +184,28 @@ pub fn deliver(m: &LockModel, w: &mut World, msg: Msg, log: &mut Log) {
         EventKind::Execute,
         "service".to_string(),
         Some(w.client_name(c)),
-        "{} -> {}",
+        "{} -> {}{}",
         cmd.text(),
-        reply.text()
+        reply.text(),
+        crate::redis::stale(w, &msg)
     );
     let gone = !w.clients[c as usize].alive && msg.chan == Chan::Main;
     if msg.orphan || gone {
         return;
     }
-    w.push_msg(Msg {
-        from: Node::Service,
-        to: Node::Client(c),
-        chan: msg.chan,
-        body: Body::Reply(reply),
-        held: None,
-        orphan: false,
-    });
+    w.send_msg(
+        Msg {
+            from: Node::Service,
+            to: Node::Client(c),
+            chan: msg.chan,
+            conn: msg.conn,
+            seq: 0,
+            body: Body::Reply(reply),
+            held: None,
+            orphan: false,
+        },
+        m.params.network == crate::params::Network::Fifo,
+    );
 }
 
 /// `n` ticks on the leader's monotonic clock (never past a deadline):
@@ -227,7 +239,7 @@ pub fn tick(m: &LockModel, w: &mut World, n: Ticks, log: &mut Log) {
             .filter(|(_, e)| e.owner as usize == c)
             .map(|(i, _)| i)
             .collect();
-        delete(w, &idx, log);
+        delete(m, w, &idx, log);
         if !m.proto.watches_survive_session() {
             w.coord
                 .watches

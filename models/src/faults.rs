@@ -10,7 +10,7 @@ use crate::action::Action;
 use crate::ev;
 use crate::model::LockModel;
 use crate::protocols::Service;
-use crate::world::{Chan, Log, Msg, Node, OPEN, Phase, STicks, World};
+use crate::world::{Chan, Log, Node, OPEN, Phase, STicks, World};
 use locklab_traces::EventKind;
 use serde::{Deserialize, Serialize};
 
@@ -318,7 +318,11 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
             );
         }
         Action::Drop { msg } => {
-            w.remove_msg(&msg);
+            if m.params.network == crate::params::Network::Fifo {
+                w.lose_msg(&msg);
+            } else {
+                w.remove_msg(&msg);
+            }
             ev!(
                 log,
                 EventKind::Fault,
@@ -330,11 +334,10 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
         }
         Action::Delay { msg } => {
             let d = m.params.delay_max;
-            w.remove_msg(&msg);
-            w.push_msg(Msg {
-                held: Some(d.unwrap_or(OPEN)),
-                ..msg
-            });
+            if let Some(x) = w.net.iter_mut().find(|x| **x == msg) {
+                x.held = Some(d.unwrap_or(OPEN));
+            }
+            w.net.sort();
             ev!(
                 log,
                 EventKind::Fault,

@@ -121,7 +121,12 @@ impl LockModel {
         let open = self.params.open_timing;
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if msg.held.is_none() && !open && !dup && faults::deliverable(self, w, msg) {
+            if msg.held.is_none()
+                && !open
+                && !dup
+                && w.is_head(msg)
+                && faults::deliverable(self, w, msg)
+            {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
@@ -142,7 +147,11 @@ impl LockModel {
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if (msg.held.is_some() || open) && !dup && faults::deliverable(self, w, msg) {
+            if (msg.held.is_some() || open)
+                && !dup
+                && w.is_head(msg)
+                && faults::deliverable(self, w, msg)
+            {
                 out.push(Action::Deliver { msg: *msg });
             }
         }
@@ -196,7 +205,14 @@ impl LockModel {
             Action::Step { client } => client::step(&mut Ctx { m: self, w, log }, client),
             Action::Watchdog { client } => client::watchdog(&mut Ctx { m: self, w, log }, client),
             Action::Deliver { msg } => {
-                w.remove_msg(&msg);
+                // A gathering client's reply lands in its socket buffer and
+                // stays in the network until the gathering step reads it.
+                let buffered = matches!(msg.to, Node::Client(_))
+                    && self.proto.gathers_replies()
+                    && msg.chan == crate::world::Chan::Main;
+                if !buffered {
+                    w.remove_msg(&msg);
+                }
                 match msg.to {
                     Node::Redis(s) => redis::deliver(self, w, s, msg, log),
                     Node::Service => coord::deliver(self, w, msg, log),

@@ -59,6 +59,35 @@ pub enum TokenRule {
     Gt,
 }
 
+/// How the network orders messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// One TCP connection per (client, server, channel): messages arrive in
+    /// the order they were sent; a client that times out opens a new
+    /// connection, and what it sent on the old one may still arrive, in its
+    /// own order, interleaved with the new one.
+    Fifo,
+    /// Any message in flight may arrive before any other (a proxy that
+    /// reorders, or several pooled connections).
+    Unordered,
+}
+
+impl Network {
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Fifo => "fifo",
+            Network::Unordered => "unordered",
+        }
+    }
+}
+
+/// Trace files written before connections were modelled replay with the
+/// semantics they were made with.
+fn network_of_old_traces() -> Network {
+    Network::Unordered
+}
+
 /// All parameters of one model instance. Durations are in ticks.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -118,6 +147,9 @@ pub struct Params {
     /// stretch either.
     #[serde(default)]
     pub open_timing: bool,
+    /// How the network orders messages (`--network`).
+    #[serde(default = "network_of_old_traces")]
+    pub network: Network,
 }
 
 impl Params {
@@ -159,6 +191,7 @@ impl Params {
             token_rule: TokenRule::Ge,
             no_recheck: false,
             open_timing: false,
+            network: Network::Fifo,
         }
     }
 
@@ -313,6 +346,11 @@ pub const PARAMS: &[ParamInfo] = &[
         name: "token-rule",
         help: "how the resource compares tokens",
         only: Some(FENCED),
+    },
+    ParamInfo {
+        name: "network",
+        help: "fifo: one ordered TCP connection per client, server and channel, a new one after a timeout; unordered: any message may overtake any other",
+        only: None,
     },
     ParamInfo {
         name: "no-recheck",

@@ -179,9 +179,10 @@ pub fn deliver(m: &LockModel, w: &mut World, s: u8, msg: Msg, log: &mut Log) {
         EventKind::Execute,
         w.server_name(s),
         Some(w.client_name(c)),
-        "{} -> {}",
+        "{} -> {}{}",
         cmd.text(),
-        reply.text()
+        reply.text(),
+        stale(w, &msg)
     );
     let client_gone = !w.clients[c as usize].alive && msg.chan == Chan::Main;
     if msg.orphan || client_gone {
@@ -198,14 +199,32 @@ pub fn deliver(m: &LockModel, w: &mut World, s: u8, msg: Msg, log: &mut Log) {
     // Under open timing, a reply to a gathering client travels until the
     // environment says it has arrived (a `Deliver` of the held reply).
     let travelling = m.params.open_timing && m.proto.gathers_replies() && msg.chan == Chan::Main;
-    w.push_msg(Msg {
-        from: Node::Redis(s),
-        to: Node::Client(c),
-        chan: msg.chan,
-        body: Body::Reply(reply),
-        held: travelling.then_some(crate::world::OPEN),
-        orphan: false,
-    });
+    w.send_msg(
+        Msg {
+            from: Node::Redis(s),
+            to: Node::Client(c),
+            chan: msg.chan,
+            conn: msg.conn,
+            seq: 0,
+            body: Body::Reply(reply),
+            held: travelling.then_some(crate::world::OPEN),
+            orphan: false,
+        },
+        m.params.network == crate::params::Network::Fifo,
+    );
+}
+
+/// Marks a request that runs after its sender closed the connection it
+/// came on (it timed out and moved on): the server still runs what reached
+/// it before the close.
+pub fn stale(w: &World, msg: &Msg) -> String {
+    match msg.from {
+        Node::Client(c) if msg.conn > 0 => format!(
+            " (a stale request: {} had closed this connection)",
+            w.client_name(c)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The replica applies the oldest write of the primary's stream.

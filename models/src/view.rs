@@ -83,8 +83,10 @@ pub fn message(w: &World, m: &crate::world::Msg) -> MessageView {
     if m.chan == crate::world::Chan::Watchdog {
         text = format!("{text} (watchdog)");
     }
-    if m.orphan && matches!(m.body, Body::Req(_)) {
-        text = format!("{text} (abandoned by sender)");
+    if m.conn > 0 && matches!(m.body, Body::Req(_)) {
+        text = format!("{text} (on a connection its sender closed)");
+    } else if m.orphan && matches!(m.body, Body::Req(_)) {
+        text = format!("{text} (reply not awaited)");
     }
     MessageView {
         from: w.node_name(m.from),

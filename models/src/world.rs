@@ -201,11 +201,27 @@ pub enum Body {
 }
 
 /// A message in flight.
+///
+/// Each (client, server, channel) pair talks over one TCP connection, which
+/// delivers in order: under `--network fifo` only the oldest message of a
+/// queue (same `from`, `to`, `chan`, `conn`; `seq` 0) can arrive. A client
+/// that times out closes the connection and opens a new one for its next
+/// request; what it had already sent stays deliverable, in its own order,
+/// on the closed connection (`conn` ≥ 1), but no longer ordered against the
+/// new one (RFC 9293: two connections have no mutual order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Msg {
     pub from: Node,
     pub to: Node,
     pub chan: Chan,
+    /// 0: the sender's current connection; k ≥ 1: a connection it closed
+    /// (the numbers only tell closed connections apart).
+    #[serde(default)]
+    pub conn: u8,
+    /// Position in its connection's queue, 0 = next to arrive (always 0
+    /// under `--network unordered`).
+    #[serde(default)]
+    pub seq: u8,
     pub body: Body,
     /// `Some(n)`: a delay fault holds it back for at most `n` more ticks
     /// (`OPEN`: no bound). It may still arrive earlier; it just no longer
@@ -529,18 +545,122 @@ impl World {
             && self.coord == other.coord
     }
 
+    /// Puts `m` in flight as it is (its `conn` and `seq` already set).
     pub fn push_msg(&mut self, m: Msg) {
         let at = self.net.partition_point(|x| x <= &m);
         self.net.insert(at, m);
     }
 
+    /// Sends `m` on connection `m.conn`: under FIFO it joins the back of
+    /// that connection's queue; unordered, every message is its own queue.
+    pub fn send_msg(&mut self, mut m: Msg, fifo: bool) {
+        m.seq = if fifo {
+            self.net
+                .iter()
+                .filter(|x| same_queue(x, &m))
+                .map(|x| x.seq + 1)
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        self.push_msg(m);
+    }
+
+    /// Takes `m` out of the network (it arrived or was lost); the messages
+    /// behind it on its connection move up.
     pub fn remove_msg(&mut self, m: &Msg) -> bool {
         match self.net.iter().position(|x| x == m) {
             Some(i) => {
-                self.net.remove(i);
+                let gone = self.net.remove(i);
+                for x in self.net.iter_mut() {
+                    if same_queue(x, &gone) && x.seq > gone.seq {
+                        x.seq -= 1;
+                    }
+                }
+                self.compact_conns();
                 true
             }
             None => false,
+        }
+    }
+
+    /// A loss on a TCP connection: `m` and everything sent after it on the
+    /// same connection never arrive (the byte stream breaks at `m`).
+    pub fn lose_msg(&mut self, m: &Msg) {
+        let m = *m;
+        self.net.retain(|x| !(same_queue(x, &m) && x.seq >= m.seq));
+        self.compact_conns();
+    }
+
+    /// Whether `m` is at the head of its connection's queue.
+    pub fn is_head(&self, m: &Msg) -> bool {
+        m.seq == 0
+    }
+
+    /// Client `c` closes its connections on `chan`: replies in flight to it
+    /// are discarded; requests it had sent stay in flight on the closed
+    /// connection (a server still runs what reached it before the close)
+    /// with nobody to read their replies.
+    pub fn close_conns(&mut self, c: u8, chan: Chan) {
+        let me = Node::Client(c);
+        self.net.retain(|m| !(m.to == me && m.chan == chan));
+        let mut next: Vec<(Node, u8)> = Vec::new();
+        for m in &self.net {
+            if m.from == me && m.chan == chan {
+                match next.iter_mut().find(|(to, _)| *to == m.to) {
+                    Some((_, k)) => *k = (*k).max(m.conn + 1),
+                    None => next.push((m.to, m.conn + 1)),
+                }
+            }
+        }
+        for m in self.net.iter_mut() {
+            if m.from == me && m.chan == chan && m.conn == 0 {
+                let k = next.iter().find(|(to, _)| *to == m.to).map_or(1, |x| x.1);
+                m.conn = k;
+                m.orphan = true;
+            }
+            if m.from == me && m.chan == chan {
+                m.orphan = true;
+            }
+        }
+        self.net.sort();
+        self.compact_conns();
+    }
+
+    /// Renumbers closed connections 1, 2, ... per (client, server, channel)
+    /// in their order, so worlds that differ only in the labels of drained
+    /// connections are equal.
+    fn compact_conns(&mut self) {
+        if self.net.iter().all(|m| m.conn <= 1) {
+            return;
+        }
+        // (from, to, chan, old id) -> new id, from the ids in use.
+        let mut used: Vec<(Node, Node, Chan, u8)> = self
+            .net
+            .iter()
+            .filter(|m| m.conn > 0)
+            .map(|m| (m.from, m.to, m.chan, m.conn))
+            .collect();
+        used.sort();
+        used.dedup();
+        let mut changed = false;
+        for m in self.net.iter_mut() {
+            if m.conn == 0 {
+                continue;
+            }
+            let rank = used
+                .iter()
+                .filter(|(f, t, c, k)| *f == m.from && *t == m.to && *c == m.chan && *k < m.conn)
+                .count() as u8
+                + 1;
+            if rank != m.conn {
+                m.conn = rank;
+                changed = true;
+            }
+        }
+        if changed {
+            self.net.sort();
         }
     }
 
@@ -591,6 +711,11 @@ impl World {
             Body::Reply(r) => r.text(),
         }
     }
+}
+
+/// Whether `a` and `b` travel on the same connection in the same direction.
+pub fn same_queue(a: &Msg, b: &Msg) -> bool {
+    a.from == b.from && a.to == b.to && a.chan == b.chan && a.conn == b.conn
 }
 
 /// Collects the events of one step when a trace is being built; costs
