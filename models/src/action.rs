@@ -1,51 +1,43 @@
-//! The steps of the world. Urgent steps (a client's due step, a watchdog
-//! timer, a message delivery, replication) must happen before time may
-//! pass; faults may happen at any moment while their budget lasts.
+//! The steps of the world. When a step may and must happen is not part of
+//! the step: each pending event has a window on its clock (see
+//! `LockModel::window`), and the engine that drives the model decides the
+//! times. Faults may happen at any moment while their budget lasts.
 
-use crate::world::{Msg, Node, STicks, Ticks};
+use crate::time::Micros;
+use crate::world::{Msg, Node};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "action")]
 pub enum Action {
-    /// True time advances by `ticks` (only when no step is due).
-    Tick { ticks: Ticks },
-    /// A client's business thread takes its due step.
+    /// A client's business thread takes its next step.
     Step { client: u8 },
-    /// A client's watchdog timer fires.
+    /// A client's watchdog (or heartbeat) takes its next step.
     Watchdog { client: u8 },
     /// A message in flight arrives and is handled.
     Deliver { msg: Msg },
     /// A replica applies the next write of primary `server`'s stream.
     Replicate { server: u8 },
-    /// A paused client resumes before its longest pause is over.
+    /// A paused client resumes.
     Resume { client: u8 },
-    /// A slow critical section finally finishes its work.
-    Finish { client: u8 },
+    /// A Redis server kept down by a delayed restart comes back.
+    ComeUp { server: u8 },
+    /// The consensus service expires a client's session (lease).
+    SessionExpires { client: u8 },
     /// Fault: a client process freezes.
     Pause { client: u8 },
-    /// Fault: a client's critical-section work becomes open-ended.
+    /// Fault: a client's critical-section work runs past its maximum.
     Slow { client: u8 },
     /// Fault: a message in flight is lost.
     Drop { msg: Msg },
-    /// Fault: a message in flight is held back.
+    /// Fault: a message in flight is held back past the longest latency.
     Delay { msg: Msg },
-    /// Fault: a wall clock jumps by `by` ticks.
-    ClockJump { node: Node, by: STicks },
+    /// Fault: a wall clock jumps by `by` microseconds.
+    ClockJump { node: Node, by: Micros },
     /// Fault: a client's business thread dies.
     Crash { client: u8 },
     /// Fault: a Redis server restarts empty.
     Restart { server: u8 },
     /// Fault: a primary dies and its replica is promoted.
     Failover { server: u8 },
-}
-
-impl Action {
-    /// Ticks this action advances true time by.
-    pub fn ticks(&self) -> u64 {
-        match self {
-            Action::Tick { ticks } => *ticks as u64,
-            _ => 0,
-        }
-    }
 }

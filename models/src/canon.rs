@@ -1,27 +1,32 @@
 //! Symmetry reduction. Clients run the same program and differ only in
-//! their ids; Redlock's instances are interchangeable. Two worlds that
-//! differ only by renaming clients (or instances) behave alike, so the
+//! their ids; Redlock's instances are interchangeable. Two symbolic states
+//! that differ only by renaming clients (or instances) behave alike, so the
 //! search stores one representative per class.
 //!
-//! stateright's own BFS ignores `symmetry()`, so locklab's search
-//! canonicalises here: it deduplicates on the representative's fingerprint
-//! but keeps exploring the *actual* successor states, so every trace it
-//! prints is a real path of the model (and stays shortest: renamed worlds
-//! are reached in the same number of steps).
+//! Renaming a client renames its clocks too: the renamed world is laid out
+//! again (its clocks renumbered in walk order) and the zone permuted alike
+//! — permuting only the discrete part would be unsound (Hendriks et al.,
+//! *Adding symmetry reduction to UPPAAL*, FORMATS 2003).
 //!
-//! The representative is the smallest world (by its derived order) over all
-//! renamings of up to four clients, with instances sorted by everything
-//! that concerns them. Any choice inside the class is sound; a smaller
-//! choice only merges more.
+//! The search deduplicates on the representative's fingerprint but keeps
+//! exploring the *actual* successor states, so every trace it prints is a
+//! real path of the model (and stays shortest: renamed states are reached
+//! in the same number of steps).
+//!
+//! The representative: every renaming of up to four clients is tried, and
+//! the smallest fingerprint wins; instances are sorted by everything that
+//! concerns them, their clocks' bounds included. Ties among instances are
+//! kept in index order, which is sound (any renaming is) though not always
+//! canonical: some symmetric states may be stored twice.
 
+use crate::engine::dbm::Dbm;
+use crate::engine::zone::{ZState, normalize};
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::search::Fingerprinter;
 use crate::world::{
-    Body, Client, Cmd, Coord, CoordEntry, Entry, Ghost, Msg, Node, RedisNode, ReplOp, Reply, Val,
-    Watchdog, World,
+    Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, ReplKind, Reply, Val, World,
 };
-use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
 
 /// Precomputed renamings for one model.
@@ -53,11 +58,18 @@ fn permutations(n: usize) -> Vec<Vec<u8>> {
     out
 }
 
+/// The fingerprint of a symbolic state as it is.
+pub fn fingerprint(s: &ZState) -> u64 {
+    let mut h = Fingerprinter::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
 impl Canon {
     pub fn new(m: &LockModel, enabled: bool) -> Canon {
         let n = m.params.clients as usize;
         let client_perms = if enabled && n > 1 && n <= FULL_CLIENT_SYMMETRY {
-            // The identity first, so a world that is already canonical is cheap.
+            // The identity first, so a state that is already canonical is cheap.
             permutations(n)
         } else {
             vec![(0..n as u8).collect()]
@@ -73,245 +85,54 @@ impl Canon {
         self.client_perms.len() == 1 && !self.instances
     }
 
-    /// The representative of `w`'s symmetry class (borrowed when `w` is
-    /// its own representative).
-    pub fn canonical<'a>(&self, w: &'a World) -> Cow<'a, World> {
-        let mut best: Cow<'a, World> = if self.instances {
-            Cow::Owned(sort_instances(w))
-        } else {
-            Cow::Borrowed(w)
-        };
-        for p in self.client_perms.iter().skip(1) {
-            let mut v = rename_clients(w, p);
-            if self.instances {
-                v = sort_instances(&v);
-            }
-            if v < *best {
-                best = Cow::Owned(v);
-            }
-        }
-        best
-    }
-}
-
-/// Canonical fingerprints without building canonical worlds: the world is
-/// hashed once per client renaming, with Redlock instances hashed as a
-/// sorted multiset of per-instance "columns" and messages as a sorted
-/// multiset, and the smallest hash wins. Two worlds get the same
-/// fingerprint exactly when some renaming maps one onto the other (up to
-/// 64-bit hash collisions). Every struct is destructured field by field,
-/// so adding a field to the state fails to compile here until it is hashed.
-impl Canon {
-    pub fn fingerprint(&self, w: &World) -> u64 {
+    /// The fingerprint of `s`'s representative.
+    pub fn fingerprint(&self, s: &ZState) -> u64 {
         if self.is_identity() {
-            return crate::search::fingerprint(w);
+            return fingerprint(s);
         }
         self.client_perms
             .iter()
-            .map(|p| self.fingerprint_under(w, p))
+            .map(|p| fingerprint(&self.renamed(s, p)))
             .min()
             .unwrap_or(0)
     }
 
-    fn fingerprint_under(&self, w: &World, p: &[u8]) -> u64 {
-        let World {
-            clients,
-            redis,
-            net,
-            resource,
-            faults_left,
-            ghost,
-            coord,
-        } = w;
-        let mut h = Fingerprinter::new();
-        // Clients in their new order.
-        let mut order = vec![0usize; clients.len()];
-        for (old, new) in p.iter().enumerate() {
-            order[*new as usize] = old;
+    /// The representative of `s`'s class, as the fingerprint of its world
+    /// and its zone: zones of one world can then be compared by inclusion.
+    pub fn canonical(&self, s: &ZState) -> (u64, Dbm) {
+        if self.is_identity() {
+            return (crate::search::fingerprint(&s.world), s.zone.clone());
         }
-        for old in &order {
-            hash_client(&mut h, &clients[*old], p, !self.instances);
-        }
-        if self.instances {
-            // Each message concerns exactly one instance: hash it once, with
-            // that instance blanked, into the instance's column.
-            let mut per: Vec<Vec<u64>> = vec![Vec::new(); redis.len()];
-            for m in net.iter() {
-                let s = match (m.from, m.to) {
-                    (Node::Redis(s), _) | (_, Node::Redis(s)) => s,
-                    _ => continue,
-                };
-                per[s as usize].push(msg_hash(m, p, Some(s)));
+        let mut best: Option<(u64, u64, Dbm)> = None;
+        for p in &self.client_perms {
+            let r = self.renamed(s, p);
+            let wf = crate::search::fingerprint(&r.world);
+            let mut h = Fingerprinter::new();
+            r.zone.hash(&mut h);
+            let zf = h.finish();
+            if best.as_ref().is_none_or(|(bw, bz, _)| (wf, zf) < (*bw, *bz)) {
+                best = Some((wf, zf, r.zone));
             }
-            let mut cols: Vec<u64> = per
-                .iter_mut()
-                .enumerate()
-                .map(|(s, msgs)| column_under(w, s, p, &order, msgs))
-                .collect();
-            cols.sort_unstable();
-            cols.hash(&mut h);
+        }
+        let (wf, _, z) = best.expect("at least the identity");
+        (wf, z)
+    }
+
+    /// `s` with clients renamed by `p` (and instances sorted), laid out again.
+    pub fn renamed(&self, s: &ZState, p: &[u8]) -> ZState {
+        let identity = p.iter().enumerate().all(|(i, x)| i == *x as usize);
+        let mut w = if identity {
+            s.world.clone()
         } else {
-            for n in redis {
-                hash_node(&mut h, n, p);
-            }
-            let mut msgs: Vec<u64> = net.iter().map(|m| msg_hash(m, p, None)).collect();
-            msgs.sort_unstable();
-            msgs.hash(&mut h);
+            rename_clients(&s.world, p)
+        };
+        if self.instances {
+            w = sort_instances(&w, &s.zone);
         }
-        resource.hash(&mut h);
-        faults_left.hash(&mut h);
-        let Ghost {
-            foreign,
-            last_token,
-            token_regressed,
-        } = ghost;
-        foreign
-            .map(|(a, o, t)| (p[a as usize], p[o as usize], t))
-            .hash(&mut h);
-        last_token.hash(&mut h);
-        token_regressed.hash(&mut h);
-        rename_coord(coord, p, &order).hash(&mut h);
-        h.finish()
+        let mut zone = s.zone.clone();
+        normalize(&mut w, &mut zone);
+        ZState { world: w, zone }
     }
-}
-
-fn hash_client(h: &mut Fingerprinter, c: &Client, p: &[u8], with_votes: bool) {
-    let Client {
-        alive,
-        paused,
-        phase,
-        timer,
-        round,
-        read,
-        token,
-        wd,
-        votes,
-        elapsed,
-        validity,
-    } = c;
-    (alive, paused, phase, timer, round, read, token).hash(h);
-    wd.map(|d| Watchdog {
-        val: map_val(d.val, p),
-        ..d
-    })
-    .hash(h);
-    if with_votes {
-        votes.hash(h);
-    }
-    (elapsed, validity).hash(h);
-}
-
-fn hash_node(h: &mut Fingerprinter, n: &RedisNode, p: &[u8]) {
-    let RedisNode {
-        status,
-        role,
-        lock,
-        counter,
-        clock,
-        backlog,
-    } = n;
-    (status, role).hash(h);
-    lock.map(|e| Entry {
-        val: map_val(e.val, p),
-        ttl: e.ttl,
-    })
-    .hash(h);
-    (counter, clock).hash(h);
-    backlog.len().hash(h);
-    for op in backlog {
-        match op {
-            ReplOp::Set(e) => ReplOp::Set(Entry {
-                val: map_val(e.val, p),
-                ttl: e.ttl,
-            })
-            .hash(h),
-            ReplOp::SetAndIncr(e) => ReplOp::SetAndIncr(Entry {
-                val: map_val(e.val, p),
-                ttl: e.ttl,
-            })
-            .hash(h),
-            other => other.hash(h),
-        }
-    }
-}
-
-/// A message's hash with clients renamed by `p` and, if given, instance
-/// `blank` replaced by a placeholder. Packed by hand: this runs for every
-/// message of every successor.
-fn msg_hash(m: &Msg, p: &[u8], blank: Option<u8>) -> u64 {
-    let Msg {
-        from,
-        to,
-        chan,
-        conn,
-        seq,
-        body,
-        held,
-        orphan,
-    } = *m;
-    let node = |n: Node| -> u64 {
-        match n {
-            Node::Client(c) => 0x100 | p[c as usize] as u64,
-            Node::Redis(s) if Some(s) == blank => 0x2ff,
-            Node::Redis(s) => 0x200 | s as u64,
-            Node::Service => 0x300,
-        }
-    };
-    let val = |v: Val| -> u64 { ((p[v.client as usize] as u64) << 8) | v.round as u64 };
-    let (tag, a, b): (u64, u64, u64) = match body {
-        Body::Req(Cmd::SetNxPx { val: v, ttl }) => (1, val(v), ttl as u64),
-        Body::Req(Cmd::SetNx { val: v }) => (2, val(v), 0),
-        Body::Req(Cmd::Expire { ttl }) => (3, 0, ttl as u64),
-        Body::Req(Cmd::Get) => (4, 0, 0),
-        Body::Req(Cmd::Del) => (5, 0, 0),
-        Body::Req(Cmd::Cad { val: v }) => (6, val(v), 0),
-        Body::Req(Cmd::Renew { val: v, ttl }) => (7, val(v), ttl as u64),
-        Body::Req(Cmd::PExpire { ttl }) => (8, 0, ttl as u64),
-        Body::Req(Cmd::FencedSet { val: v, ttl }) => (9, val(v), ttl as u64),
-        Body::Reply(Reply::Ok) => (10, 0, 0),
-        Body::Reply(Reply::Nil) => (11, 0, 0),
-        Body::Reply(Reply::Int(i)) => (12, i as u64, 0),
-        Body::Reply(Reply::Val(v)) => (13, val(v), 0),
-        Body::Reply(Reply::Token(t)) => (14, t as u64, 0),
-        Body::Req(Cmd::Lock { round }) => (15, round as u64, 0),
-        Body::Req(Cmd::Open) => (28, 0, 0),
-        Body::Req(Cmd::Create { round }) => (16, round as u64, 0),
-        Body::Req(Cmd::Txn { round }) => (17, round as u64, 0),
-        Body::Req(Cmd::Order { rev }) => (18, rev as u64, 0),
-        Body::Req(Cmd::Watch { rev }) => (19, rev as u64, 0),
-        Body::Req(Cmd::KeepAlive) => (20, 0, 0),
-        Body::Req(Cmd::Remove { rev }) => (21, rev as u64, 0),
-        Body::Reply(Reply::Busy) => (22, 0, 0),
-        Body::Reply(Reply::Place { rev, pred, mine }) => (
-            23,
-            rev as u64 | (mine as u64) << 16,
-            pred.map_or(0, |r| r as u64 + 1),
-        ),
-        Body::Reply(Reply::Exists(b)) => (25, b as u64, 0),
-        Body::Reply(Reply::Deleted(r)) => (26, r as u64, 0),
-        Body::Reply(Reply::Alive(b)) => (27, b as u64, 0),
-    };
-    let w0 = node(from) | node(to) << 12 | (chan as u64) << 24 | tag << 28 | (orphan as u64) << 36;
-    let w1 = a | b << 24;
-    let w2 = held.map_or(0, |k| k as u64 + 1) | (conn as u64) << 40 | (seq as u64) << 48;
-    let mut h = Fingerprinter::new();
-    h.write_u64(w0);
-    h.write_u64(w1);
-    h.write_u64(w2);
-    h.finish()
-}
-
-/// Everything that concerns instance `s`, under client renaming `p`;
-/// `msgs` holds the hashes of its messages.
-fn column_under(w: &World, s: usize, p: &[u8], order: &[usize], msgs: &mut [u64]) -> u64 {
-    let mut h = Fingerprinter::new();
-    hash_node(&mut h, &w.redis[s], p);
-    for old in order {
-        w.clients[*old].votes.get(s).hash(&mut h);
-    }
-    msgs.sort_unstable();
-    msgs.hash(&mut h);
-    h.finish()
 }
 
 fn map_val(v: Val, p: &[u8]) -> Val {
@@ -420,8 +241,8 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
                 e.val = map_val(e.val, p);
             }
             for op in &mut n.backlog {
-                if let ReplOp::Set(e) | ReplOp::SetAndIncr(e) = op {
-                    e.val = map_val(e.val, p);
+                if let ReplKind::Set(v) | ReplKind::SetAndIncr(v) = &mut op.kind {
+                    *v = map_val(*v, p);
                 }
             }
             n
@@ -457,20 +278,41 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
     }
 }
 
+/// The bounds of clock `c` in `z`, for signatures (renaming-invariant,
+/// unlike the clock's position).
+fn bounds(z: &Dbm, c: Clk) -> (i64, i64) {
+    let i = c.0 as usize;
+    (z.lower(i).raw(), z.upper(i).raw())
+}
+
 /// A fingerprint of everything that concerns instance `s`: its own state,
 /// every client's vote for it, and the messages to and from it (with its
-/// own id blanked, so equal columns of different instances hash alike).
-fn column(w: &World, s: usize) -> u64 {
-    use std::hash::{Hash, Hasher};
+/// own id blanked, so equal columns of different instances hash alike),
+/// clocks by their bounds.
+fn column(w: &World, z: &Dbm, s: usize) -> u64 {
     let me = Node::Redis(s as u8);
-    let mut h = crate::search::Fingerprinter::new();
-    w.redis[s].hash(&mut h);
+    let mut h = Fingerprinter::new();
+    let n = &w.redis[s];
+    match n.status {
+        crate::world::Status::Up => 0u8.hash(&mut h),
+        crate::world::Status::Down(c) => (1u8, bounds(z, c)).hash(&mut h),
+        crate::world::Status::Dead => 2u8.hash(&mut h),
+    }
+    (n.role, n.counter, n.clock).hash(&mut h);
+    if let Some(e) = n.lock {
+        (e.val, e.exp.ttl, e.exp.shift, bounds(z, e.exp.since)).hash(&mut h);
+    }
+    for op in &n.backlog {
+        (op.kind, op.exp.ttl, op.exp.shift, bounds(z, op.exp.since)).hash(&mut h);
+    }
     for c in &w.clients {
         c.votes.get(s).hash(&mut h);
     }
+    let mut msgs: Vec<u64> = Vec::new();
     for m in &w.net {
         if m.to == me || m.from == me {
             let blank = |n: Node| if n == me { Node::Redis(u8::MAX) } else { n };
+            let mut mh = Fingerprinter::new();
             (
                 blank(m.from),
                 blank(m.to),
@@ -479,22 +321,56 @@ fn column(w: &World, s: usize) -> u64 {
                 m.seq,
                 m.body,
                 m.held,
+                m.late,
+                m.arrived,
                 m.orphan,
+                bounds(z, m.clk),
             )
-                .hash(&mut h);
+                .hash(&mut mh);
+            msgs.push(mh.finish());
         }
     }
+    msgs.sort_unstable();
+    msgs.hash(&mut h);
     h.finish()
 }
 
+/// The clock that best tells instance `s` apart from its twins: its key's
+/// clock, else the clock of a message to or from it.
+fn anchor(w: &World, s: usize) -> Option<Clk> {
+    if let Some(e) = w.redis[s].lock {
+        return Some(e.exp.since);
+    }
+    let me = Node::Redis(s as u8);
+    w.net
+        .iter()
+        .find(|m| (m.to == me || m.from == me) && !m.arrived)
+        .map(|m| m.clk)
+}
+
 /// `w` with its (interchangeable) Redis instances reordered by the
-/// fingerprint of everything that concerns each (ties are identical
-/// columns, whose order does not matter).
-fn sort_instances(w: &World) -> World {
+/// fingerprint of everything that concerns each; instances alike in
+/// everything but when things happened to them are ordered by their anchor
+/// clocks' rank (how many of their twins' anchors are known to read no
+/// more than theirs), which renaming cannot change.
+fn sort_instances(w: &World, z: &Dbm) -> World {
     let n = w.redis.len();
-    let keys: Vec<u64> = (0..n).map(|s| column(w, s)).collect();
+    let keys: Vec<u64> = (0..n).map(|s| column(w, z, s)).collect();
+    let anchors: Vec<Option<Clk>> = (0..n).map(|s| anchor(w, s)).collect();
+    let rank = |s: usize| -> usize {
+        let Some(a) = anchors[s] else { return 0 };
+        (0..n)
+            .filter(|t| *t != s && keys[*t] == keys[s])
+            .filter(|t| {
+                anchors[*t].is_some_and(|b| {
+                    z.bound(b.0 as usize, a.0 as usize) <= crate::engine::dbm::Bound::LE_ZERO
+                })
+            })
+            .count()
+    };
+    let ranks: Vec<usize> = (0..n).map(rank).collect();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|s| keys[*s]);
+    order.sort_by_key(|s| (keys[*s], ranks[*s]));
     if order.iter().enumerate().all(|(i, x)| i == *x) {
         return w.clone();
     }

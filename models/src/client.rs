@@ -17,20 +17,23 @@
 
 use crate::ev;
 use crate::model::LockModel;
+use crate::time::{Micros, TimeCtx};
 use crate::world::{
-    Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, STicks, Ticks, Val, WdState, World,
+    Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Val, Wait, WaitKind, WdState, World,
 };
 use locklab_traces::EventKind;
 
-/// What a protocol's rules act on: the world, the model's parameters, and
-/// the event log of the step being taken.
-pub struct Ctx<'a> {
+/// What a protocol's rules act on: the world, the model's parameters, the
+/// event log of the step being taken, and the step's time (clocks armed,
+/// timing questions asked).
+pub struct Ctx<'a, 't> {
     pub m: &'a LockModel,
     pub w: &'a mut World,
     pub log: &'a mut Log,
+    pub t: &'a mut TimeCtx<'t>,
 }
 
-impl Ctx<'_> {
+impl Ctx<'_, '_> {
     pub fn phase(&self, c: u8) -> Phase {
         self.w.clients[c as usize].phase
     }
@@ -38,6 +41,21 @@ impl Ctx<'_> {
     /// The lock value of client `c`'s current acquisition.
     pub fn val(&self, c: u8) -> Val {
         self.w.clients[c as usize].val(c)
+    }
+
+    /// A wait of `kind` starting now.
+    pub fn wait(&mut self, kind: WaitKind) -> Wait {
+        Wait {
+            kind,
+            late: false,
+            clk: self.t.reset(),
+        }
+    }
+
+    /// Client `c`'s business thread next waits for `kind`, from now.
+    pub fn set_wait(&mut self, c: u8, kind: WaitKind) {
+        let w = self.wait(kind);
+        self.w.clients[c as usize].wait = Some(w);
     }
 
     /// Sends `cmd` from client `c` to server `s` on `chan`. A server that is
@@ -68,6 +86,29 @@ impl Ctx<'_> {
         true
     }
 
+    /// Puts a message in flight from now, on its sender's current
+    /// connection.
+    pub fn put(&mut self, from: Node, to: Node, chan: Chan, conn: u8, body: Body, orphan: bool) {
+        let fifo = self.m.params.network == crate::params::Network::Fifo;
+        let clk = self.t.reset();
+        self.w.send_msg(
+            Msg {
+                from,
+                to,
+                chan,
+                conn,
+                seq: 0,
+                body,
+                held: false,
+                late: false,
+                arrived: false,
+                orphan,
+                clk,
+            },
+            fifo,
+        );
+    }
+
     /// Puts a request on client `c`'s current connection to `to`.
     /// `no_reply`: the client will not read the answer.
     fn post(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd, no_reply: bool) {
@@ -79,20 +120,7 @@ impl Ctx<'_> {
             "{}",
             cmd.text()
         );
-        let fifo = self.m.params.network == crate::params::Network::Fifo;
-        self.w.send_msg(
-            Msg {
-                from: Node::Client(c),
-                to,
-                chan,
-                conn: 0,
-                seq: 0,
-                body: Body::Req(cmd),
-                held: None,
-                orphan: no_reply,
-            },
-            fifo,
-        );
+        self.put(Node::Client(c), to, chan, 0, Body::Req(cmd), no_reply);
     }
 
     /// Sends `cmd` and expects no answer: the client does not wait for the
@@ -108,10 +136,8 @@ impl Ctx<'_> {
 
     /// Client `c` now waits in `phase` for replies, until its request timeout.
     pub fn await_reply(&mut self, c: u8, phase: Phase) {
-        let t = self.m.params.timeout;
-        let cl = &mut self.w.clients[c as usize];
-        cl.phase = phase;
-        cl.timer = Some(t);
+        self.w.clients[c as usize].phase = phase;
+        self.set_wait(c, WaitKind::Reply);
     }
 
     /// Client `c` stops waiting for anything on `chan`: requests still in
@@ -136,33 +162,29 @@ impl Ctx<'_> {
         }
     }
 
-    /// The acquisition failed; try again after the retry delay.
+    /// The acquisition failed; try again after the retry backoff.
     pub fn retry(&mut self, c: u8, why: &str) {
         ev!(
             self.log,
             EventKind::Retry,
             self.w.client_name(c),
             None,
-            "{why}; retries in {} tick(s)",
-            self.m.params.retry
+            "{why}; retries after a backoff of at least {}",
+            crate::units::show(self.m.params.retry)
         );
-        let r = self.m.params.retry;
-        let cl = &mut self.w.clients[c as usize];
-        cl.phase = Phase::Idle;
-        cl.timer = Some(r);
+        self.w.clients[c as usize].phase = Phase::Idle;
+        self.set_wait(c, WaitKind::Backoff);
     }
 
     /// The lock is granted (with a fencing token, if the protocol has them):
     /// client `c` enters its critical section and reads the resource.
     pub fn enter_cs(&mut self, c: u8, token: Option<u16>) {
-        // Under open timing the environment says when the work is done.
-        let work = (!self.m.params.open_timing).then_some(self.m.params.work);
         {
             let cl = &mut self.w.clients[c as usize];
             cl.phase = Phase::Work;
-            cl.timer = work;
             cl.token = token;
         }
+        self.set_wait(c, WaitKind::Work);
         let tok = token
             .map(|t| format!(" with token {t}"))
             .unwrap_or_default();
@@ -175,10 +197,11 @@ impl Ctx<'_> {
         );
         if self.m.proto.renewal() == crate::protocols::Renewal::Watchdog {
             let val = self.val(c);
-            let every = self.m.params.renew_every;
+            let wait = self.wait(WaitKind::Renewal);
             self.w.clients[c as usize].wd = Some(crate::world::Watchdog {
                 val,
-                state: WdState::Sleeping(every),
+                state: WdState::Sleeping,
+                wait,
                 renewals: 0,
             });
         }
@@ -189,21 +212,31 @@ impl Ctx<'_> {
 
     /// The critical section is over (done or aborted): the release is due.
     pub fn leave(&mut self, c: u8) {
-        let cl = &mut self.w.clients[c as usize];
-        cl.phase = Phase::Leave;
-        cl.timer = Some(0);
+        self.w.clients[c as usize].phase = Phase::Leave;
+        self.set_wait(c, WaitKind::Step);
+    }
+
+    /// A step of client `c` is due now (within one client step).
+    pub fn due(&mut self, c: u8, phase: Phase) {
+        self.w.clients[c as usize].phase = phase;
+        self.set_wait(c, WaitKind::Step);
     }
 
     /// The release finished (or was given up): the acquisition is complete.
     pub fn finish_round(&mut self, c: u8) {
         let rounds = self.m.params.acquisitions;
-        let cl = &mut self.w.clients[c as usize];
-        cl.round += 1;
-        cl.read = None;
-        cl.token = None;
-        if cl.round >= rounds {
+        {
+            let cl = &mut self.w.clients[c as usize];
+            cl.round += 1;
+            cl.read = None;
+            cl.token = None;
+            cl.t1 = None;
+            cl.t1_shift = 0;
+        }
+        if self.w.clients[c as usize].round >= rounds {
+            let cl = &mut self.w.clients[c as usize];
             cl.phase = Phase::Done;
-            cl.timer = None;
+            cl.wait = None;
             ev!(
                 self.log,
                 EventKind::Done,
@@ -212,8 +245,17 @@ impl Ctx<'_> {
                 "is done"
             );
         } else {
-            cl.phase = Phase::Idle;
-            cl.timer = Some(0);
+            // The next acquisition starts whenever the client likes.
+            self.w.clients[c as usize].phase = Phase::Idle;
+            self.set_wait(c, WaitKind::Start);
+        }
+    }
+
+    /// Is the key entry `e` (as `judge` judges it) still live now?
+    pub fn live(&mut self, e: &crate::world::Entry) -> bool {
+        match e.exp.ttl {
+            None => true,
+            Some(ttl) => self.t.ask(e.exp.since, ttl - e.exp.shift, false),
         }
     }
 }
@@ -267,36 +309,13 @@ pub fn step(x: &mut Ctx, c: u8) {
     }
 }
 
-/// True when gathering client `c` has a reply in from every server it
-/// still waits for (so its gathering step is due now).
-pub fn gather_ready(w: &World, c: usize) -> bool {
-    let cl = &w.clients[c];
-    if !cl.alive
-        || cl.paused.is_some()
-        || !matches!(cl.phase, Phase::Acquire(_) | Phase::Release(_))
-    {
-        return false;
-    }
-    let waiting = cl
-        .votes
-        .iter()
-        .filter(|v| **v == crate::world::Vote::Pending)
-        .count();
-    let arrived = w
-        .net
-        .iter()
-        .filter(|m| m.to == Node::Client(c as u8) && m.chan == Chan::Main && m.held.is_none())
-        .count();
-    waiting > 0 && arrived >= waiting
-}
-
-/// Takes every reply that has arrived for gathering client `c` (not held
-/// back by a delay) out of the network, as (server, reply) pairs.
+/// Takes every reply that has arrived for gathering client `c` out of the
+/// network, as (server, reply) pairs.
 pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
     let me = Node::Client(c);
     let mut got = Vec::new();
     x.w.net.retain(|m| {
-        let mine = m.to == me && m.chan == Chan::Main && m.held.is_none();
+        let mine = m.to == me && m.chan == Chan::Main && m.arrived;
         if mine && let (Node::Redis(s), Body::Reply(r)) = (m.from, m.body) {
             got.push((s, r));
         }
@@ -313,6 +332,23 @@ pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
         );
     }
     got
+}
+
+/// True when gathering client `c` has a reply in from every server it
+/// still waits for.
+pub fn all_arrived(w: &World, c: u8) -> bool {
+    let cl = &w.clients[c as usize];
+    let waiting = cl
+        .votes
+        .iter()
+        .filter(|v| **v == crate::world::Vote::Pending)
+        .count();
+    let arrived = w
+        .net
+        .iter()
+        .filter(|m| m.to == Node::Client(c) && m.chan == Chan::Main && m.arrived)
+        .count();
+    waiting > 0 && arrived >= waiting
 }
 
 /// A reply reaches client `c`. A gathering client's reply lands in its
@@ -335,11 +371,18 @@ pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
             reply.text(),
             x.w.node_name(msg.from)
         );
-        // It stays where it is in its connection's queue, no longer held.
+        // It stays where it is in its connection's queue, arrived.
         if let Some(m) = x.w.net.iter_mut().find(|m| **m == msg) {
-            m.held = None;
+            m.arrived = true;
+            m.held = false;
+            m.late = false;
+            m.clk = crate::time::Clk(0);
         }
         x.w.net.sort();
+        // Every awaited reply is in: the client reads them within a step.
+        if all_arrived(x.w, c) {
+            x.set_wait(c, WaitKind::Step);
+        }
         return;
     }
     ev!(
@@ -362,135 +405,34 @@ pub fn watchdog(x: &mut Ctx, c: u8) {
         return;
     };
     match wd.state {
-        WdState::Sleeping(_) => x.m.proto.on_watchdog(x, c),
-        WdState::Waiting(_) => {
+        WdState::Sleeping => x.m.proto.on_watchdog(x, c),
+        WdState::Waiting => {
             x.abandon(c, Chan::Watchdog);
             x.m.proto.on_watchdog_timeout(x, c);
         }
     }
 }
 
-/// True when client `c`'s watchdog has a step due now.
-pub fn watchdog_due(w: &World, c: usize) -> bool {
-    let cl = &w.clients[c];
-    cl.paused.is_none()
-        && matches!(
-            cl.wd.map(|d| d.state),
-            Some(WdState::Sleeping(0)) | Some(WdState::Waiting(0))
-        )
-}
-
-/// `n` ticks of true time for every client (never past a deadline). A
-/// paused process does no work, but its timers keep running (they are
-/// deadlines, not work) and fire when it resumes.
-pub fn tick(m: &LockModel, w: &mut World, n: Ticks, log: &mut Log) {
-    let by = n.min(STicks::MAX as Ticks) as STicks;
-    for i in 0..w.clients.len() {
-        let name_needed = log.enabled();
-        let cl = &mut w.clients[i];
-        let running = cl.alive && cl.paused.is_none();
-        if cl.phase == Phase::Work {
-            if running {
-                cl.timer = cl.timer.map(|t| t.saturating_sub(n));
-            }
-        } else if cl.alive {
-            cl.timer = cl.timer.map(|t| t.saturating_sub(n));
-        }
-        if let Some(wd) = &mut cl.wd {
-            wd.state = match wd.state {
-                WdState::Sleeping(k) => WdState::Sleeping(k.saturating_sub(n)),
-                WdState::Waiting(k) => WdState::Waiting(k.saturating_sub(n)),
-            };
-        }
-        // Redlock's clock readings move only while they mean something:
-        // elapsed while voting, validity while holding.
-        if m.proto.uses_client_clock() {
-            let (lo, hi) = clock_bounds(m);
-            match cl.phase {
-                Phase::Acquire(0) => cl.elapsed = cl.elapsed.saturating_add(by).min(hi),
-                Phase::Work | Phase::Write => cl.validity = cl.validity.saturating_sub(by).max(lo),
-                _ => {}
-            }
-        }
-        if let Some(p) = cl.paused {
-            cl.paused = crate::world::count_down(p, n);
-            if cl.paused.is_none() && name_needed {
-                let n = w.client_name(i as u8);
-                log.push(
-                    EventKind::Fault,
-                    n,
-                    None,
-                    "resumes: the pause is over".into(),
-                );
-            }
-        }
-    }
-}
-
-/// Bounds that keep Redlock's clock readings finite: beyond them no clock
-/// jump left in the budget can change a decision.
-pub fn clock_bounds(m: &LockModel) -> (STicks, STicks) {
-    let slack = m.params.jump as STicks
-        * m.params.faults.get(crate::faults::FaultKind::ClockJump) as STicks;
-    (-slack - 1, m.params.ttl as STicks + slack + 1)
-}
-
-/// Ticks until some client timer fires or a pause ends, if any. With
-/// `idle`, the end of an idle client's minimum backoff counts too.
-pub fn next_deadline(w: &World, idle: bool) -> Option<Ticks> {
-    let mut best: Option<Ticks> = None;
-    let mut consider = |t: Ticks| {
-        if t > 0 {
-            best = Some(best.map_or(t, |b| b.min(t)));
-        }
-    };
-    for cl in &w.clients {
-        if let Some(p) = cl.paused
-            && p != crate::world::OPEN
-        {
-            consider(p);
-        }
-        // An idle client's timer is a minimum backoff, not a deadline, but
-        // its end is still worth stopping at. Work does not progress while
-        // the client is paused.
-        if cl.alive
-            && cl.phase != Phase::Done
-            && (idle || cl.phase != Phase::Idle)
-            && let Some(t) = cl.timer
-            && (cl.phase != Phase::Work || cl.paused.is_none())
-        {
-            consider(t);
-        }
-        if let Some(wd) = cl.wd {
-            match wd.state {
-                WdState::Sleeping(k) | WdState::Waiting(k) => consider(k),
-            }
-        }
-    }
-    best
-}
-
 /// Client `c`'s business thread dies where it stands. It never releases.
 /// Its watchdog dies with it unless the watchdog is never cancelled
 /// (`--no-cancel`), in which case it keeps renewing for a dead owner.
-pub fn crash(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
+pub fn crash(x: &mut Ctx, c: u8) {
     let ci = c as usize;
     {
         // A dead thread's program position no longer matters: forget it, so
         // crashes at different points lead to the same state.
-        let cl = &mut w.clients[ci];
+        let cl = &mut x.w.clients[ci];
         cl.alive = false;
         cl.phase = Phase::Idle;
-        cl.timer = None;
+        cl.wait = None;
         cl.read = None;
         cl.token = None;
         cl.votes.clear();
-        cl.elapsed = 0;
-        cl.validity = 0;
+        cl.t1 = None;
+        cl.t1_shift = 0;
     }
-    let mut x = Ctx { m, w, log };
     x.abandon(c, Chan::Main);
-    let keeps_watchdog = m.params.no_cancel && x.w.clients[ci].wd.is_some();
+    let keeps_watchdog = x.m.params.no_cancel && x.w.clients[ci].wd.is_some();
     if !keeps_watchdog {
         x.w.clients[ci].wd = None;
         x.abandon(c, Chan::Watchdog);
@@ -509,24 +451,22 @@ pub fn crash(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
     );
 }
 
-/// Client `c`'s wall clock jumps. Only what the client measures with its
-/// wall clock moves: Redlock's elapsed time and the validity it believes in.
-pub fn clock_jump(m: &LockModel, w: &mut World, c: u8, by: STicks, log: &mut Log) {
-    let (lo, hi) = clock_bounds(m);
-    let cl = &mut w.clients[c as usize];
-    match cl.phase {
-        Phase::Acquire(0) => cl.elapsed = (cl.elapsed + by).clamp(lo, hi),
-        Phase::Work | Phase::Write => cl.validity = (cl.validity - by).clamp(lo, hi),
-        _ => {}
+/// Client `c`'s wall clock jumps by `by`. Only what the client measures
+/// with its wall clock moves: Redlock's elapsed time since T1 (and so the
+/// validity it believes in).
+pub fn clock_jump(x: &mut Ctx, c: u8, by: Micros) {
+    let cl = &mut x.w.clients[c as usize];
+    if cl.t1.is_some() {
+        cl.t1_shift += by;
     }
     ev!(
-        log,
+        x.log,
         EventKind::Fault,
-        w.client_name(c),
+        x.w.client_name(c),
         None,
-        "wall clock JUMPS {} {} ticks",
+        "wall clock JUMPS {} {}",
         if by > 0 { "forward" } else { "backward" },
-        by.unsigned_abs()
+        crate::units::show(by.abs())
     );
 }
 

@@ -13,9 +13,9 @@
 //!   A paused client stops heartbeating and learns nothing until it next
 //!   talks to the service.
 
+use crate::client::Ctx;
 use crate::ev;
-use crate::model::LockModel;
-use crate::world::{Body, Chan, Cmd, CoordEntry, Log, Msg, Node, Reply, STicks, Ticks, World};
+use crate::world::{Body, Chan, Cmd, CoordEntry, Msg, Node, Reply, World};
 use locklab_traces::EventKind;
 
 /// Whether client `c` has a live session / lease.
@@ -25,14 +25,14 @@ fn has_session(w: &World, c: u8) -> bool {
 
 /// Deletes the entries at `idx` (one transaction: one new revision) and
 /// fires the watches on them.
-fn delete(m: &LockModel, w: &mut World, idx: &[usize], log: &mut Log) {
-    let fifo = m.params.network == crate::params::Network::Fifo;
+fn delete(x: &mut Ctx, idx: &[usize]) {
     if idx.is_empty() {
         return;
     }
-    w.coord.rev += 1;
-    let gone: Vec<CoordEntry> = idx.iter().map(|i| w.coord.entries[*i]).collect();
-    w.coord.entries = w
+    x.w.coord.rev += 1;
+    let gone: Vec<CoordEntry> = idx.iter().map(|i| x.w.coord.entries[*i]).collect();
+    x.w.coord.entries = x
+        .w
         .coord
         .entries
         .iter()
@@ -41,37 +41,33 @@ fn delete(m: &LockModel, w: &mut World, idx: &[usize], log: &mut Log) {
         .map(|(_, e)| *e)
         .collect();
     for e in gone {
-        let fired: Vec<(u8, u16)> = w
+        let fired: Vec<(u8, u16)> = x
+            .w
             .coord
             .watches
             .iter()
             .copied()
             .filter(|(_, r)| *r == e.rev)
             .collect();
-        w.coord.watches.retain(|(_, r)| *r != e.rev);
+        x.w.coord.watches.retain(|(_, r)| *r != e.rev);
         for (watcher, rev) in fired {
-            if !w.clients[watcher as usize].alive {
+            if !x.w.clients[watcher as usize].alive {
                 continue;
             }
             ev!(
-                log,
+                x.log,
                 EventKind::Send,
                 "service".to_string(),
-                Some(w.client_name(watcher)),
+                Some(x.w.client_name(watcher)),
                 "watch event: #{rev} deleted"
             );
-            w.send_msg(
-                Msg {
-                    from: Node::Service,
-                    to: Node::Client(watcher),
-                    chan: Chan::Main,
-                    conn: 0,
-                    seq: 0,
-                    body: Body::Reply(Reply::Deleted(rev)),
-                    held: None,
-                    orphan: false,
-                },
-                fifo,
+            x.put(
+                Node::Service,
+                Node::Client(watcher),
+                Chan::Main,
+                0,
+                Body::Reply(Reply::Deleted(rev)),
+                false,
             );
         }
     }
@@ -115,46 +111,48 @@ fn own_entry(w: &mut World, c: u8, round: u8) -> u16 {
 }
 
 /// Runs `cmd`, sent by client `c`, and returns the reply.
-fn execute(m: &LockModel, w: &mut World, c: u8, cmd: Cmd, log: &mut Log) -> Reply {
+fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
     match cmd {
         Cmd::Open => {
-            w.coord.sessions[c as usize] = Some(m.params.ttl as STicks);
+            x.w.coord.sessions[c as usize] = Some(x.t.reset());
             Reply::Alive(true)
         }
         // Creating an entry needs a live session (etcd: "lease not found";
         // ZooKeeper: session expired).
-        Cmd::Lock { .. } | Cmd::Create { .. } | Cmd::Txn { .. } if !has_session(w, c) => {
+        Cmd::Lock { .. } | Cmd::Create { .. } | Cmd::Txn { .. } if !has_session(x.w, c) => {
             Reply::Alive(false)
         }
-        Cmd::Lock { round } => match w.coord.entries.first() {
+        Cmd::Lock { round } => match x.w.coord.entries.first() {
             Some(e) if e.owner == c && e.round == round => Reply::Token(e.rev),
             Some(_) => Reply::Busy,
-            None => Reply::Token(own_entry(w, c, round)),
+            None => Reply::Token(own_entry(x.w, c, round)),
         },
-        Cmd::Create { round } => Reply::Token(own_entry(w, c, round)),
+        Cmd::Create { round } => Reply::Token(own_entry(x.w, c, round)),
         Cmd::Txn { round } => {
-            let rev = own_entry(w, c, round);
-            place(w, rev)
+            let rev = own_entry(x.w, c, round);
+            place(x.w, rev)
         }
-        Cmd::Order { rev } => place(w, rev),
+        Cmd::Order { rev } => place(x.w, rev),
         Cmd::Watch { rev } => {
-            if w.coord.entries.iter().any(|e| e.rev == rev) {
-                w.coord.watches.push((c, rev));
-                w.coord.watches.sort_unstable();
+            if x.w.coord.entries.iter().any(|e| e.rev == rev) {
+                x.w.coord.watches.push((c, rev));
+                x.w.coord.watches.sort_unstable();
                 Reply::Exists(true)
             } else {
                 Reply::Exists(false)
             }
         }
-        Cmd::KeepAlive => match &mut w.coord.sessions[c as usize] {
-            Some(t) => {
-                *t = m.params.ttl as STicks;
+        Cmd::KeepAlive => {
+            if x.w.coord.sessions[c as usize].is_some() {
+                x.w.coord.sessions[c as usize] = Some(x.t.reset());
                 Reply::Alive(true)
+            } else {
+                Reply::Alive(false)
             }
-            None => Reply::Alive(false),
-        },
+        }
         Cmd::Remove { rev } => {
-            let idx: Vec<usize> = w
+            let idx: Vec<usize> = x
+                .w
                 .coord
                 .entries
                 .iter()
@@ -162,10 +160,15 @@ fn execute(m: &LockModel, w: &mut World, c: u8, cmd: Cmd, log: &mut Log) -> Repl
                 .filter(|(_, e)| e.owner == c)
                 .map(|(i, _)| i)
                 .collect();
-            let had = w.coord.entries.iter().any(|e| e.rev == rev && e.owner == c);
-            delete(m, w, &idx, log);
-            w.coord.sessions[c as usize] = None;
-            w.coord.watches.retain(|(watcher, _)| *watcher != c);
+            let had = x
+                .w
+                .coord
+                .entries
+                .iter()
+                .any(|e| e.rev == rev && e.owner == c);
+            delete(x, &idx);
+            x.w.coord.sessions[c as usize] = None;
+            x.w.coord.watches.retain(|(watcher, _)| *watcher != c);
             Reply::Int(had as u8)
         }
         // Redis commands never reach the service.
@@ -175,86 +178,58 @@ fn execute(m: &LockModel, w: &mut World, c: u8, cmd: Cmd, log: &mut Log) -> Repl
 
 /// Delivers a request to the service: runs it and answers on the same
 /// connection (unless the sender has abandoned the request).
-pub fn deliver(m: &LockModel, w: &mut World, msg: Msg, log: &mut Log) {
+pub fn deliver(x: &mut Ctx, msg: Msg) {
     let Node::Client(c) = msg.from else { return };
     let Body::Req(cmd) = msg.body else { return };
-    let reply = execute(m, w, c, cmd, log);
+    let reply = execute(x, c, cmd);
     ev!(
-        log,
+        x.log,
         EventKind::Execute,
         "service".to_string(),
-        Some(w.client_name(c)),
+        Some(x.w.client_name(c)),
         "{} -> {}{}",
         cmd.text(),
         reply.text(),
-        crate::redis::stale(w, &msg)
+        crate::redis::stale(x.w, &msg)
     );
-    let gone = !w.clients[c as usize].alive && msg.chan == Chan::Main;
+    let gone = !x.w.clients[c as usize].alive && msg.chan == Chan::Main;
     if msg.orphan || gone {
         return;
     }
-    w.send_msg(
-        Msg {
-            from: Node::Service,
-            to: Node::Client(c),
-            chan: msg.chan,
-            conn: msg.conn,
-            seq: 0,
-            body: Body::Reply(reply),
-            held: None,
-            orphan: false,
-        },
-        m.params.network == crate::params::Network::Fifo,
+    x.put(
+        Node::Service,
+        Node::Client(c),
+        msg.chan,
+        msg.conn,
+        Body::Reply(reply),
+        false,
     );
 }
 
-/// `n` ticks on the leader's monotonic clock (never past a deadline):
-/// sessions not heard from for their whole TTL expire, with their entries
-/// (and, in ZooKeeper, with their watches).
-pub fn tick(m: &LockModel, w: &mut World, n: Ticks, log: &mut Log) {
-    let by = n.min(STicks::MAX as Ticks) as STicks;
-    for c in 0..w.coord.sessions.len() {
-        let Some(t) = w.coord.sessions[c] else {
-            continue;
-        };
-        let left = t - by;
-        if left >= 0 {
-            w.coord.sessions[c] = Some(left);
-            continue;
-        }
-        w.coord.sessions[c] = None;
-        ev!(
-            log,
-            EventKind::Expire,
-            "service".to_string(),
-            Some(w.client_name(c as u8)),
-            "{}'s session expires: its lock entries are deleted",
-            w.client_name(c as u8)
-        );
-        let idx: Vec<usize> = w
-            .coord
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.owner as usize == c)
-            .map(|(i, _)| i)
-            .collect();
-        delete(m, w, &idx, log);
-        if !m.proto.watches_survive_session() {
-            w.coord
-                .watches
-                .retain(|(watcher, _)| *watcher as usize != c);
-        }
-    }
-}
-
-/// Ticks until the next session expiry, if any.
-pub fn next_deadline(w: &World) -> Option<Ticks> {
-    w.coord
-        .sessions
+/// The service expires client `c`'s session (lease): it has not heard a
+/// keepalive for the whole TTL. Its entries go in one transaction (and, in
+/// ZooKeeper, its watches with it).
+pub fn expire(x: &mut Ctx, c: u8) {
+    x.w.coord.sessions[c as usize] = None;
+    ev!(
+        x.log,
+        EventKind::Expire,
+        "service".to_string(),
+        Some(x.w.client_name(c)),
+        "{}'s session expires: its lock entries are deleted",
+        x.w.client_name(c)
+    );
+    let idx: Vec<usize> = x
+        .w
+        .coord
+        .entries
         .iter()
-        .flatten()
-        .filter(|t| **t >= 0)
-        .map(|t| (*t + 1) as Ticks)
-        .min()
+        .enumerate()
+        .filter(|(_, e)| e.owner == c)
+        .map(|(i, _)| i)
+        .collect();
+    delete(x, &idx);
+    if !x.m.proto.watches_survive_session() {
+        x.w.coord.watches.retain(|(watcher, _)| *watcher != c);
+    }
 }

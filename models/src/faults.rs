@@ -7,10 +7,11 @@
 //! counterexamples honest about how much had to go wrong.
 
 use crate::action::Action;
+use crate::client::Ctx;
 use crate::ev;
 use crate::model::LockModel;
 use crate::protocols::Service;
-use crate::world::{Chan, Log, Node, OPEN, Phase, STicks, World};
+use crate::world::{Node, Phase, WaitKind, World};
 use locklab_traces::EventKind;
 use serde::{Deserialize, Serialize};
 
@@ -61,19 +62,19 @@ impl FaultKind {
     pub fn summary(self) -> &'static str {
         match self {
             FaultKind::Pause => {
-                "a client process freezes (business thread and watchdog) for up to --pause-max ticks; it does not know"
+                "a client process freezes (business thread and watchdog) for up to --pause-max; it does not know"
             }
             FaultKind::Slow => {
-                "the critical section's work takes arbitrarily long; the process stays alive and its watchdog runs"
+                "the critical section's work runs past --work's maximum, for as long as it likes; the process stays alive and its watchdog runs"
             }
             FaultKind::Loss => {
-                "a request or reply in flight is dropped; the sender only sees its timeout"
+                "a request or reply in flight is dropped (and what follows it on its connection); the sender only sees its timeout"
             }
             FaultKind::Delay => {
-                "a request or reply in flight is held back for up to --delay-max ticks"
+                "a request or reply in flight is held back past the longest latency (by up to --delay-max), and with it what follows on its connection"
             }
             FaultKind::ClockJump => {
-                "a server's (or a Redlock client's) wall clock jumps by --jump ticks, forward or backward"
+                "a server's (or a Redlock client's) wall clock jumps by --jump, forward or backward"
             }
             FaultKind::Crash => {
                 "a client's business thread dies and never releases; its watchdog dies with it unless --no-cancel"
@@ -154,15 +155,11 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
         .max_faults
         .is_some_and(|cap| used(m, w) >= cap as u32);
     let left = |k: FaultKind| w.faults_left.get(k) > 0 && !capped;
-    // The end of a pause and of a slow critical section are not faults but
-    // the environment choosing when they end; they cost no budget.
+    // The end of a pause is not a fault but the environment choosing when
+    // it ends; it costs no budget.
     for (i, c) in w.clients.iter().enumerate() {
-        let client = i as u8;
         if c.paused.is_some() {
-            out.push(Action::Resume { client });
-        }
-        if c.alive && c.paused.is_none() && c.phase == Phase::Work && c.timer.is_none() {
-            out.push(Action::Finish { client });
+            out.push(Action::Resume { client: i as u8 });
         }
     }
     if left(FaultKind::Pause) {
@@ -174,25 +171,28 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
     }
     if left(FaultKind::Slow) {
         for (i, c) in w.clients.iter().enumerate() {
-            if c.alive && c.phase == Phase::Work && c.timer.is_some() {
+            if c.alive && c.phase == Phase::Work && c.wait.is_some_and(|w| w.kind == WaitKind::Work)
+            {
                 out.push(Action::Slow { client: i as u8 });
             }
         }
     }
     if left(FaultKind::Loss) {
         for msg in &w.net {
-            out.push(Action::Drop { msg: *msg });
+            if !msg.arrived {
+                out.push(Action::Drop { msg: *msg });
+            }
         }
     }
     if left(FaultKind::Delay) {
         for msg in &w.net {
-            if msg.held.is_none() {
+            if !msg.held && !msg.arrived {
                 out.push(Action::Delay { msg: *msg });
             }
         }
     }
     if left(FaultKind::ClockJump) {
-        let j = m.params.jump as STicks;
+        let j = m.params.jump;
         for (i, s) in w.redis.iter().enumerate() {
             if !s.is_dead() {
                 for by in [j, -j] {
@@ -263,120 +263,82 @@ fn pause_matters(w: &World, c: usize) -> bool {
     }
 }
 
-/// Applies a fault action. Returns false if `a` is not a fault.
-pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
+/// Applies a fault action (or a resume). Returns false if `a` is not one.
+pub fn apply(x: &mut Ctx, a: &Action) -> bool {
     if let Some(k) = kind_of(a) {
-        w.faults_left.take(k);
+        x.w.faults_left.take(k);
     }
     match *a {
-        Action::Resume { client } => {
-            w.clients[client as usize].paused = None;
-            ev!(
-                log,
-                EventKind::Fault,
-                w.client_name(client),
-                None,
-                "resumes: its pause ends early"
-            );
-        }
-        Action::Finish { client } => {
-            w.clients[client as usize].timer = Some(0);
-            ev!(
-                log,
-                EventKind::Note,
-                w.client_name(client),
-                None,
-                "{}",
-                if m.params.open_timing {
-                    "finishes its work"
-                } else {
-                    "finally finishes its slow work"
-                }
-            );
-        }
+        Action::Resume { client } => crate::model::resume(x, client),
         Action::Pause { client } => {
-            let max = m.params.pause_max;
-            w.clients[client as usize].paused = Some(max.unwrap_or(OPEN));
+            let clk = x.t.reset();
+            x.w.clients[client as usize].paused = Some(clk);
+            let max = x.m.params.pause_max;
             ev!(
-                log,
+                x.log,
                 EventKind::Fault,
-                w.client_name(client),
+                x.w.client_name(client),
                 None,
                 "PAUSED (GC / VM freeze{}); it will not notice",
-                max.map(|k| format!(", up to {k} ticks"))
+                max.map(|k| format!(", up to {}", crate::units::show(k)))
                     .unwrap_or_default()
             );
         }
         Action::Slow { client } => {
-            w.clients[client as usize].timer = None;
+            if let Some(w) = &mut x.w.clients[client as usize].wait {
+                w.kind = WaitKind::Slow;
+            }
             ev!(
-                log,
+                x.log,
                 EventKind::Fault,
-                w.client_name(client),
+                x.w.client_name(client),
                 None,
-                "its critical section turns SLOW (the work has no bound)"
+                "its critical section turns SLOW (the work runs past its maximum)"
             );
         }
         Action::Drop { msg } => {
-            if m.params.network == crate::params::Network::Fifo {
-                w.lose_msg(&msg);
+            if x.m.params.network == crate::params::Network::Fifo {
+                x.w.lose_msg(&msg);
             } else {
-                w.remove_msg(&msg);
+                x.w.remove_msg(&msg);
             }
             ev!(
-                log,
+                x.log,
                 EventKind::Fault,
-                w.node_name(msg.from),
-                Some(w.node_name(msg.to)),
+                x.w.node_name(msg.from),
+                Some(x.w.node_name(msg.to)),
                 "message LOST: {}",
-                w.msg_text(&msg)
+                x.w.msg_text(&msg)
             );
+            crate::model::released(x, &msg);
         }
         Action::Delay { msg } => {
-            let d = m.params.delay_max;
-            if let Some(x) = w.net.iter_mut().find(|x| **x == msg) {
-                x.held = Some(d.unwrap_or(OPEN));
+            let d = x.m.params.delay_max;
+            if let Some(m) = x.w.net.iter_mut().find(|m| **m == msg) {
+                m.held = true;
             }
-            w.net.sort();
+            x.w.net.sort();
             ev!(
-                log,
+                x.log,
                 EventKind::Fault,
-                w.node_name(msg.from),
-                Some(w.node_name(msg.to)),
+                x.w.node_name(msg.from),
+                Some(x.w.node_name(msg.to)),
                 "message DELAYED{}: {}",
-                d.map(|k| format!(" up to {k} ticks")).unwrap_or_default(),
-                w.msg_text(&msg)
+                d.map(|k| format!(" by up to {} more", crate::units::show(k)))
+                    .unwrap_or_default(),
+                x.w.msg_text(&msg)
             );
         }
         Action::ClockJump { node, by } => match node {
-            Node::Redis(s) => crate::redis::clock_jump(m, w, s, by, log),
-            Node::Client(c) => crate::client::clock_jump(m, w, c, by, log),
+            Node::Redis(s) => crate::redis::clock_jump(x, s, by),
+            Node::Client(c) => crate::client::clock_jump(x, c, by),
             // Never offered: the service's clock is monotonic.
             Node::Service => {}
         },
-        Action::Crash { client } => crate::client::crash(m, w, client, log),
-        Action::Restart { server } => crate::redis::restart(m, w, server, log),
-        Action::Failover { server } => crate::redis::failover(m, w, server, log),
+        Action::Crash { client } => crate::client::crash(x, client),
+        Action::Restart { server } => crate::redis::restart(x, server),
+        Action::Failover { server } => crate::redis::failover(x, server),
         _ => return false,
     }
     true
-}
-
-/// True when `msg` may be delivered now (its receiver can take it).
-pub fn deliverable(m: &LockModel, w: &World, msg: &crate::world::Msg) -> bool {
-    match msg.to {
-        Node::Redis(s) => w.redis[s as usize].is_up(),
-        Node::Service => true,
-        Node::Client(c) => {
-            let cl = &w.clients[c as usize];
-            cl.paused.is_none()
-                && match msg.chan {
-                    // A gathering client reads its replies in its own step;
-                    // a held reply to it can still arrive (into its socket
-                    // buffer) before its delay is up.
-                    Chan::Main => cl.alive && (!m.proto.gathers_replies() || msg.held.is_some()),
-                    Chan::Watchdog => cl.wd.is_some(),
-                }
-        }
-    }
 }

@@ -5,7 +5,7 @@
 
 use crate::model::LockModel;
 use crate::protocols::Protocol;
-use crate::world::{Phase, Role, Touch, Ttl, World};
+use crate::world::{Phase, Role, Touch, World};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
@@ -155,7 +155,7 @@ fn orphan(m: &LockModel, w: &World) -> Option<String> {
         }
         // A capped watchdog stops renewing by itself: the entry then expires.
         let renewed = owner.wd.is_some_and(|d| d.val == e.val) && m.params.renew_cap.is_none();
-        let forever = e.ttl == Ttl::Never || renewed;
+        let forever = e.exp.ttl.is_none() || renewed;
         if forever {
             let who = w.client_name(e.val.client);
             let state = if !owner.alive {
@@ -163,7 +163,7 @@ fn orphan(m: &LockModel, w: &World) -> Option<String> {
             } else {
                 "is done with it"
             };
-            let why = if e.ttl == Ttl::Never {
+            let why = if e.exp.ttl.is_none() {
                 "it has no expiry"
             } else {
                 "a watchdog keeps renewing it"

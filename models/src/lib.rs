@@ -28,7 +28,9 @@ pub mod redis;
 pub mod resource;
 pub mod search;
 pub mod trace;
+pub mod time;
 pub mod transfer;
+pub mod units;
 pub mod view;
 pub mod world;
 

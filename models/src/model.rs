@@ -1,17 +1,36 @@
 //! The model: a protocol plus its parameters, the initial world, which steps
-//! are enabled where, and what each step does. This is the one transition
-//! function; the exhaustive search, the trace replayer, stateright's
-//! Explorer and the simulator all drive it.
+//! are enabled where and when, and what each step does. This is the one
+//! transition function; the zone search, trace validation, the simulator
+//! and the replayer all drive it.
+//!
+//! Time enters in three ways, all declared here and nowhere else:
+//!
+//! * every pending event has a **window** on its clock: it may happen once
+//!   the clock reads `lo` (the step's *guard*) and must happen before it
+//!   reads past `hi` (the state's *invariant*; `None` = no deadline). A
+//!   message takes `--latency`; a client's reaction to a reply or a timer
+//!   takes at most `--step` more; work takes `--work`. Faults are what goes
+//!   beyond the windows: a `delay` lifts a message's deadline, a `slow`
+//!   fault the work's, a `pause` every deadline of its process;
+//! * rules **arm clocks** and **ask timing questions** through
+//!   [`TimeCtx`](crate::time::TimeCtx) (is this key still live? is the
+//!   Redlock validity still positive?);
+//! * nothing else: there is no `Tick`. Time passes between steps, as far as
+//!   the invariants let it.
 
 use crate::action::Action;
 use crate::client::{self, Ctx};
 use crate::coord;
 use crate::faults;
 use crate::invariants::Invariant;
-use crate::params::{ConfigError, Params};
+use crate::params::{ConfigError, Network, Params};
 use crate::protocols::{Protocol, Service};
 use crate::redis;
-use crate::world::{Client, Coord, Log, Node, Phase, RedisNode, Resource, Role, Ticks, World};
+use crate::time::{Clk, Micros, TimeCtx};
+use crate::world::{
+    Chan, Client, ClockRole, Coord, Log, Msg, Node, Phase, RedisNode, Resource, Role, Status,
+    Wait, WaitKind, WdState, World, same_queue,
+};
 use locklab_traces::EventKind;
 
 /// A protocol with its parameters.
@@ -19,8 +38,7 @@ use locklab_traces::EventKind;
 pub struct LockModel {
     pub proto: &'static dyn Protocol,
     pub params: Params,
-    /// The invariants `stateright::Model::properties` reports (stateright's
-    /// BFS gives shortest paths only with one property per search).
+    /// The invariants that apply to the protocol.
     pub properties: Vec<Invariant>,
 }
 
@@ -31,6 +49,22 @@ impl std::fmt::Debug for LockModel {
             .field("params", &self.params)
             .finish()
     }
+}
+
+/// When a pending event may happen (`lo`) and by when it must (`hi`), on
+/// its clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub lo: Micros,
+    pub hi: Option<Micros>,
+}
+
+/// A step the model offers, with its guard: it may be taken once `clk`
+/// reads at least `lo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Enabled {
+    pub action: Action,
+    pub guard: Option<(Clk, Micros)>,
 }
 
 impl LockModel {
@@ -48,8 +82,12 @@ impl LockModel {
         })
     }
 
-    /// The world before anything happens: every client about to start, the
-    /// lock free, the resource at 0.
+    fn fifo(&self) -> bool {
+        self.params.network == Network::Fifo
+    }
+
+    /// The world before anything happens: every client about to start (its
+    /// start clock `c{i}` = clock i+1), the lock free, the resource at 0.
     pub fn init(&self) -> World {
         let redis = match self.proto.service() {
             Service::Single => vec![RedisNode::new(Role::Primary)],
@@ -69,7 +107,9 @@ impl LockModel {
             _ => Coord::default(),
         };
         World {
-            clients: vec![Client::new(); self.params.clients as usize],
+            clients: (0..self.params.clients)
+                .map(|i| Client::new(Clk(i + 1)))
+                .collect(),
             redis,
             net: Vec::new(),
             resource: Resource::default(),
@@ -79,164 +119,266 @@ impl LockModel {
         }
     }
 
-    /// Ticks until the next timer fires, key expires, pause ends or delayed
-    /// message becomes due.
-    pub fn next_deadline(&self, w: &World) -> Option<Ticks> {
-        let held = w
-            .net
-            .iter()
-            .filter_map(|m| m.held)
-            .filter(|k| *k > 0 && *k != crate::world::OPEN)
-            .min();
-        // Under open timing an idle client starts when the simulator says,
-        // so the end of its minimum backoff is no reason to stop time.
-        let idle = !self.params.open_timing;
-        [
-            redis::next_deadline(w),
-            coord::next_deadline(w),
-            client::next_deadline(w, idle),
-            held,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+    /// The window of a thread's wait.
+    pub fn wait_window(&self, w: &Wait) -> Window {
+        let p = &self.params;
+        if w.late {
+            return Window {
+                lo: 0,
+                hi: Some(p.step),
+            };
+        }
+        let (lo, hi) = match w.kind {
+            WaitKind::Start => (0, None),
+            WaitKind::Backoff => (p.retry, None),
+            WaitKind::Reply => (p.timeout, Some(p.timeout + p.step)),
+            WaitKind::Work => (p.work_min, Some(p.work_max + p.step)),
+            WaitKind::Slow => (p.work_min, None),
+            WaitKind::Step => (0, Some(p.step)),
+            WaitKind::Renewal => (p.renew_every, Some(p.renew_every + p.step)),
+        };
+        Window { lo, hi }
     }
 
-    /// The steps enabled in `w`, in a fixed order. Urgent steps come first;
-    /// `Tick` is offered only when there is none (urgency: time cannot pass
-    /// while a live, unpaused participant has a step due).
-    pub fn enabled(&self, w: &World, out: &mut Vec<Action>) {
+    /// The part of a wait's window that is the event itself, without the
+    /// client's reaction: past it, a paused client that resumes has the
+    /// event behind it and reacts within one step.
+    fn wait_event_end(&self, w: &Wait) -> Option<Micros> {
+        self.wait_window(w)
+            .hi
+            .map(|h| if w.late { 0 } else { h - self.params.step })
+    }
+
+    /// Whether a reply to client `c` on `chan` is read by a gathering step
+    /// (its arrival is one step, its reading another).
+    fn buffered(&self, msg: &Msg) -> bool {
+        matches!(msg.to, Node::Client(_)) && self.proto.gathers_replies() && msg.chan == Chan::Main
+    }
+
+    /// The window of a message in flight.
+    pub fn msg_window(&self, msg: &Msg) -> Window {
+        let p = &self.params;
+        // A reply handled on arrival includes the client's reaction.
+        let react = match msg.to {
+            Node::Client(_) if !self.buffered(msg) => p.step,
+            _ => 0,
+        };
+        let (lo, hi) = if msg.late {
+            (0, react)
+        } else {
+            (p.latency_min, p.latency_max + react)
+        };
+        let hi = if msg.held {
+            p.delay_max.map(|d| hi + d)
+        } else {
+            Some(hi)
+        };
+        Window { lo, hi }
+    }
+
+    fn msg_event_end(&self, msg: &Msg) -> Micros {
+        if msg.late { 0 } else { self.params.latency_max }
+    }
+
+    /// Whether `msg` can arrive now (as far as the discrete state says).
+    pub fn deliverable(&self, w: &World, msg: &Msg) -> bool {
+        if msg.arrived || (self.fifo() && !w.is_head(msg)) {
+            return false;
+        }
+        match msg.to {
+            Node::Redis(s) => w.redis[s as usize].is_up(),
+            Node::Service => true,
+            Node::Client(c) => {
+                let cl = &w.clients[c as usize];
+                cl.paused.is_none()
+                    && match msg.chan {
+                        Chan::Main => cl.alive,
+                        Chan::Watchdog => cl.wd.is_some(),
+                    }
+            }
+        }
+    }
+
+    /// The steps enabled in `w`, in a fixed order, each with its guard.
+    pub fn enabled(&self, w: &World, out: &mut Vec<Enabled>) {
         out.clear();
         for (i, c) in w.clients.iter().enumerate() {
-            let gathered = self.proto.gathers_replies() && client::gather_ready(w, i);
-            if (c.step_due() && c.phase != Phase::Idle) || gathered {
-                out.push(Action::Step { client: i as u8 });
-            }
-        }
-        for i in 0..w.clients.len() {
-            if client::watchdog_due(w, i) {
-                out.push(Action::Watchdog { client: i as u8 });
-            }
-        }
-        let open = self.params.open_timing;
-        for (i, msg) in w.net.iter().enumerate() {
-            let dup = i > 0 && w.net[i - 1] == *msg;
-            if msg.held.is_none()
-                && !open
-                && !dup
-                && w.is_head(msg)
-                && faults::deliverable(self, w, msg)
+            if c.runs()
+                && let Some(wait) = c.wait
             {
-                out.push(Action::Deliver { msg: *msg });
+                out.push(Enabled {
+                    action: Action::Step { client: i as u8 },
+                    guard: Some((wait.clk, self.wait_window(&wait).lo)),
+                });
             }
         }
-        // Replication is urgent for the checker; under open timing the
-        // simulator decides the replication lag.
-        if !open {
-            replicate(w, out);
-        }
-        let urgent = !out.is_empty();
-        // Not urgent: a client starts, or retries after its backoff, at a
-        // moment of its own choosing (at least `--retry` ticks after a
-        // failure: real clients sleep a random backoff). A delayed message
-        // may still arrive before its delay is up.
         for (i, c) in w.clients.iter().enumerate() {
-            if c.step_due() && c.phase == Phase::Idle {
-                out.push(Action::Step { client: i as u8 });
+            if c.paused.is_none()
+                && let Some(wd) = c.wd
+            {
+                out.push(Enabled {
+                    action: Action::Watchdog { client: i as u8 },
+                    guard: Some((wd.wait.clk, self.wait_window(&wd.wait).lo)),
+                });
             }
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
-            if (msg.held.is_some() || open)
-                && !dup
-                && w.is_head(msg)
-                && faults::deliverable(self, w, msg)
-            {
-                out.push(Action::Deliver { msg: *msg });
+            if !dup && self.deliverable(w, msg) {
+                out.push(Enabled {
+                    action: Action::Deliver { msg: *msg },
+                    guard: Some((msg.clk, self.msg_window(msg).lo)),
+                });
             }
         }
-        if open {
-            replicate(w, out);
+        if let Some((p, clk)) = replication_head(w) {
+            out.push(Enabled {
+                action: Action::Replicate { server: p },
+                guard: Some((clk, self.params.latency_min)),
+            });
         }
-        if !urgent {
-            out.push(Action::Tick { ticks: 1 });
-            if let Some(d) = self.next_deadline(w)
-                && d > 1
-            {
-                out.push(Action::Tick { ticks: d });
+        for (i, s) in w.redis.iter().enumerate() {
+            if let Status::Down(clk) = s.status {
+                out.push(Enabled {
+                    action: Action::ComeUp { server: i as u8 },
+                    guard: Some((clk, self.params.down_for())),
+                });
             }
         }
-        faults::enabled(self, w, out);
+        for (i, s) in w.coord.sessions.iter().enumerate() {
+            if let Some(clk) = s {
+                out.push(Enabled {
+                    action: Action::SessionExpires { client: i as u8 },
+                    guard: Some((*clk, self.params.ttl)),
+                });
+            }
+        }
+        let mut faults = Vec::new();
+        faults::enabled(self, w, &mut faults);
+        out.extend(faults.into_iter().map(|action| Enabled {
+            action,
+            guard: None,
+        }));
     }
 
-    /// Whether `a` may be taken in `w`. Time may advance by any number of
-    /// ticks up to the next deadline (the search offers only 1 and the
-    /// whole way; the simulator stops wherever its own events fall).
-    pub fn allows(&self, w: &World, a: &Action) -> bool {
-        let mut enabled = Vec::new();
-        self.enabled(w, &mut enabled);
-        match a {
-            Action::Tick { ticks } => {
-                *ticks >= 1
-                    && enabled.contains(&Action::Tick { ticks: 1 })
-                    && self.next_deadline(w).is_none_or(|d| *ticks <= d)
+    /// The deadlines in force in `w`: each clock must read at most its
+    /// bound (time cannot pass beyond the first of them).
+    pub fn invariant(&self, w: &World, out: &mut Vec<(Clk, Micros)>) {
+        out.clear();
+        for c in &w.clients {
+            match c.paused {
+                Some(p) => {
+                    if let Some(max) = self.params.pause_max {
+                        out.push((p, max));
+                    }
+                }
+                None => {
+                    if c.runs()
+                        && let Some(wait) = c.wait
+                        && let Some(hi) = self.wait_window(&wait).hi
+                    {
+                        out.push((wait.clk, hi));
+                    }
+                    if let Some(wd) = c.wd
+                        && let Some(hi) = self.wait_window(&wd.wait).hi
+                    {
+                        out.push((wd.wait.clk, hi));
+                    }
+                }
             }
-            _ => enabled.contains(a),
+        }
+        for msg in &w.net {
+            if self.deliverable(w, msg)
+                && let Some(hi) = self.msg_window(msg).hi
+            {
+                out.push((msg.clk, hi));
+            }
+        }
+        if let Some((_, clk)) = replication_head(w) {
+            out.push((clk, self.params.latency_max));
+        }
+        for s in &w.redis {
+            if let Status::Down(clk) = s.status {
+                out.push((clk, self.params.down_for()));
+            }
+        }
+        for s in w.coord.sessions.iter().flatten() {
+            out.push((*s, self.params.ttl));
         }
     }
 
-    /// Applies `a` to `w` in place. `a` must be allowed in `w`.
-    pub fn apply(&self, w: &mut World, a: &Action, log: &mut Log) {
+    /// The largest constants a clock of this role is ever compared with
+    /// before it is reset, as a lower bound (`x ≥ c`, `x > c`: L) and as an
+    /// upper bound (`x ≤ c`, `x < c`: U); `None` where it never is. These
+    /// are the bounds of Extra⁺_LU extrapolation (Behrmann, Bouyer, Larsen,
+    /// Pelánek 2006), sound and complete for reachability.
+    pub fn lu_bounds(&self, role: ClockRole) -> (Option<Micros>, Option<Micros>) {
+        let p = &self.params;
+        let jumps = p.jump * p.faults.get(faults::FaultKind::ClockJump) as Micros;
+        let both = |c: Micros| (Some(c), Some(c));
+        match role {
+            // Liveness and validity questions compare both ways.
+            ClockRole::Key | ClockRole::T1 => both(p.ttl + jumps),
+            ClockRole::Replication => both((p.ttl + jumps).max(p.latency_max)),
+            ClockRole::Down => both(p.down_for()),
+            ClockRole::Session => both(p.ttl),
+            ClockRole::Pause => (None, p.pause_max),
+            ClockRole::Wait(kind) => {
+                let w = Wait {
+                    kind,
+                    late: false,
+                    clk: Clk(0),
+                };
+                let win = self.wait_window(&w);
+                // A resume asks whether the event is past its end.
+                let end = self.wait_event_end(&w);
+                let lo = match (win.lo, end) {
+                    (0, None) => None,
+                    (lo, e) => Some(lo.max(e.unwrap_or(0))),
+                };
+                (lo, win.hi)
+            }
+            ClockRole::Message => (
+                Some(p.latency_max),
+                Some(p.latency_max + p.step + p.delay_max.unwrap_or(0)),
+            ),
+        }
+    }
+
+    /// Applies `a` to `w` in place. `a` must be enabled in `w`, and its
+    /// time is `t`'s.
+    pub fn apply(&self, w: &mut World, a: &Action, t: &mut TimeCtx, log: &mut Log) {
+        let x = &mut Ctx { m: self, w, log, t };
         match *a {
-            Action::Tick { ticks } => {
-                redis::tick(self, w, ticks, log);
-                coord::tick(self, w, ticks, log);
-                client::tick(self, w, ticks, log);
-                tick_network(w, ticks);
-                crate::ev!(
-                    log,
-                    EventKind::Time,
-                    "clock".to_string(),
-                    None,
-                    "time passes {ticks} tick{}",
-                    if ticks == 1 { "" } else { "s" }
-                );
-            }
-            Action::Step { client } => client::step(&mut Ctx { m: self, w, log }, client),
-            Action::Watchdog { client } => client::watchdog(&mut Ctx { m: self, w, log }, client),
+            Action::Step { client } => client::step(x, client),
+            Action::Watchdog { client } => client::watchdog(x, client),
             Action::Deliver { msg } => {
-                // A gathering client's reply lands in its socket buffer and
-                // stays in the network until the gathering step reads it.
-                let buffered = matches!(msg.to, Node::Client(_))
-                    && self.proto.gathers_replies()
-                    && msg.chan == crate::world::Chan::Main;
-                if !buffered {
-                    w.remove_msg(&msg);
+                if self.buffered(&msg) {
+                    if let Node::Client(c) = msg.to {
+                        client::deliver(x, c, msg);
+                    }
+                    return;
                 }
+                x.w.remove_msg(&msg);
+                released(x, &msg);
                 match msg.to {
-                    Node::Redis(s) => redis::deliver(self, w, s, msg, log),
-                    Node::Service => coord::deliver(self, w, msg, log),
-                    Node::Client(c) => client::deliver(&mut Ctx { m: self, w, log }, c, msg),
+                    Node::Redis(s) => redis::deliver(x, s, msg),
+                    Node::Service => coord::deliver(x, msg),
+                    Node::Client(c) => client::deliver(x, c, msg),
                 }
             }
-            Action::Replicate { server } => redis::replicate(w, server, log),
+            Action::Replicate { server } => redis::replicate(x, server),
+            Action::ComeUp { server } => redis::come_up(x, server as usize),
+            Action::SessionExpires { client } => coord::expire(x, client),
             _ => {
-                faults::apply(self, w, a, log);
+                faults::apply(x, a);
             }
         }
-    }
-
-    /// `w` after `a`, without events.
-    pub fn after(&self, w: &World, a: &Action) -> World {
-        let mut next = w.clone();
-        self.apply(&mut next, a, &mut Log::off());
-        next
     }
 
     /// Name of the participant an action belongs to, for traces.
     pub fn actor(&self, w: &World, a: &Action) -> String {
         match *a {
-            Action::Tick { .. } => "clock".into(),
             Action::Step { client } | Action::Watchdog { client } => w.client_name(client),
             Action::Deliver { msg } => w.node_name(msg.to),
             Action::Replicate { server } => {
@@ -247,90 +389,129 @@ impl LockModel {
                     .unwrap_or(server as usize);
                 w.server_name(r as u8)
             }
-            Action::Resume { .. } | Action::Finish { .. } => "env".into(),
+            Action::ComeUp { server } => w.server_name(server),
+            Action::SessionExpires { .. } => "service".into(),
             _ => "env".into(),
         }
     }
 }
 
-/// Each primary with writes its live replica has not applied yet can
-/// replicate the next one.
-fn replicate(w: &World, out: &mut Vec<Action>) {
+/// The primary whose replication stream has a write its live replica can
+/// apply next, and that write's clock.
+fn replication_head(w: &World) -> Option<(u8, Clk)> {
     let replica_up = w.redis.iter().any(|r| r.role == Role::Replica && r.is_up());
-    for (i, s) in w.redis.iter().enumerate() {
-        if replica_up && s.role == Role::Primary && s.is_up() && !s.backlog.is_empty() {
-            out.push(Action::Replicate { server: i as u8 });
-        }
+    if !replica_up {
+        return None;
+    }
+    w.redis.iter().enumerate().find_map(|(i, s)| {
+        (s.role == Role::Primary && s.is_up())
+            .then(|| s.backlog.first().map(|op| (i as u8, op.exp.since)))
+            .flatten()
+    })
+}
+
+/// If the event timed by `clk` is past `end` now, the process was kept from
+/// it (paused, or blocked behind a held message): returns a fresh clock for
+/// the catch-up window.
+fn catch_up(x: &mut Ctx, clk: Clk, end: Micros) -> Option<Clk> {
+    if x.t.ask(clk, end, false) {
+        None
+    } else {
+        Some(x.t.reset())
     }
 }
 
-/// Delay faults hold messages back for a bounded time.
-fn tick_network(w: &mut World, n: Ticks) {
-    let mut changed = false;
-    for m in w.net.iter_mut() {
-        if let Some(k) = m.held
-            && k != crate::world::OPEN
+/// A paused client resumes. Whatever fell due while it was frozen (its
+/// timers, its work, replies that reached it) is handled within one step.
+pub fn resume(x: &mut Ctx, c: u8) {
+    let ci = c as usize;
+    x.w.clients[ci].paused = None;
+    ev_resume(x, c);
+    if x.w.clients[ci].runs()
+        && let Some(w) = x.w.clients[ci].wait
+        && let Some(end) = x.m.wait_event_end(&w)
+        && let Some(clk) = catch_up(x, w.clk, end)
+    {
+        x.w.clients[ci].wait = Some(Wait {
+            late: true,
+            clk,
+            ..w
+        });
+    }
+    if let Some(wd) = x.w.clients[ci].wd
+        && let Some(end) = x.m.wait_event_end(&wd.wait)
+        && let Some(clk) = catch_up(x, wd.wait.clk, end)
+    {
+        if let Some(d) = &mut x.w.clients[ci].wd {
+            d.wait = Wait {
+                late: true,
+                clk,
+                ..d.wait
+            };
+        }
+    }
+    let me = Node::Client(c);
+    let waiting: Vec<Msg> = x
+        .w
+        .net
+        .iter()
+        .filter(|m| m.to == me && !m.held && !m.arrived)
+        .copied()
+        .collect();
+    for msg in waiting {
+        let end = x.m.msg_event_end(&msg);
+        if let Some(clk) = catch_up(x, msg.clk, end)
+            && let Some(m) = x.w.net.iter_mut().find(|m| **m == msg)
         {
-            m.held = crate::world::count_down(k, n);
-            changed = true;
+            m.late = true;
+            m.clk = clk;
         }
     }
-    if changed {
-        w.net.sort();
-    }
+    x.w.net.sort();
 }
 
-fn prop_me(m: &LockModel, w: &World) -> bool {
-    Invariant::MutualExclusion.holds(m, w)
-}
-fn prop_ownership(m: &LockModel, w: &World) -> bool {
-    Invariant::Ownership.holds(m, w)
-}
-fn prop_lost(m: &LockModel, w: &World) -> bool {
-    Invariant::NoLostUpdate.holds(m, w)
-}
-fn prop_token(m: &LockModel, w: &World) -> bool {
-    Invariant::TokenMonotonic.holds(m, w)
-}
-fn prop_orphan(m: &LockModel, w: &World) -> bool {
-    Invariant::NoOrphanLock.holds(m, w)
+fn ev_resume(x: &mut Ctx, c: u8) {
+    crate::ev!(
+        x.log,
+        EventKind::Fault,
+        x.w.client_name(c),
+        None,
+        "resumes: the pause is over"
+    );
 }
 
-impl stateright::Model for LockModel {
-    type State = World;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<World> {
-        vec![self.init()]
+/// `msg` left its connection (arrived or lost). If it was held back, what
+/// queued behind it was blocked: whatever of that is overdue arrives at
+/// once (TCP hands over the buffered bytes together).
+pub fn released(x: &mut Ctx, msg: &Msg) {
+    if !msg.held || !x.m.fifo() {
+        return;
     }
-
-    fn actions(&self, state: &World, actions: &mut Vec<Action>) {
-        let mut v = Vec::new();
-        self.enabled(state, &mut v);
-        actions.extend(v);
+    let behind: Vec<Msg> = x
+        .w
+        .net
+        .iter()
+        .filter(|m| same_queue(m, msg) && !m.held && !m.late && !m.arrived)
+        .copied()
+        .collect();
+    for b in behind {
+        let end = x.m.msg_event_end(&b);
+        if let Some(clk) = catch_up(x, b.clk, end)
+            && let Some(m) = x.w.net.iter_mut().find(|m| **m == b)
+        {
+            m.late = true;
+            m.clk = clk;
+        }
     }
+    x.w.net.sort();
+}
 
-    fn next_state(&self, last: &World, action: Action) -> Option<World> {
-        Some(self.after(last, &action))
-    }
+/// Used by traces: the phase name of a client.
+pub fn phase_of(w: &World, c: u8) -> Phase {
+    w.clients[c as usize].phase
+}
 
-    fn format_action(&self, action: &Action) -> String {
-        crate::trace::action_text(action)
-    }
-
-    fn properties(&self) -> Vec<stateright::Property<Self>> {
-        self.properties
-            .iter()
-            .map(|i| {
-                let f: fn(&LockModel, &World) -> bool = match i {
-                    Invariant::MutualExclusion => prop_me,
-                    Invariant::Ownership => prop_ownership,
-                    Invariant::NoLostUpdate => prop_lost,
-                    Invariant::TokenMonotonic => prop_token,
-                    Invariant::NoOrphanLock => prop_orphan,
-                };
-                stateright::Property::always(i.name(), f)
-            })
-            .collect()
-    }
+/// Used by traces: the watchdog state of a client.
+pub fn wd_state(w: &World, c: u8) -> Option<WdState> {
+    w.clients[c as usize].wd.map(|d| d.state)
 }

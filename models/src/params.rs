@@ -1,36 +1,38 @@
-//! Every knob of the world and of the protocols, with the article's values
-//! scaled to ticks as defaults, and their validation.
+//! Every knob of the world and of the protocols, with realistic values as
+//! defaults, and their validation.
 //!
-//! Time in the checker is counted in integer ticks. The defaults take one
-//! tick to be five seconds of the article's world: a 30 s lock TTL is 6
-//! ticks, a watchdog renews every 10 s = 2 ticks, a GC pause of up to a
-//! minute is 12 ticks. A request that normally takes milliseconds takes zero
-//! ticks; its timeout is one tick.
+//! Durations are exact, in microseconds ([`Micros`]); the CLI takes them
+//! with units (`30s`, `0.2ms`). Defaults (sources in docs/model.md,
+//! "Normal timing"):
+//!
+//! * the article's 30 s lock TTL, Redisson's default watchdog timeout;
+//! * LAN latency 0.2 ms .. 5 ms per message, a client step (handle a reply,
+//!   decide, send) of at most 1 ms, work of 200 ms .. 2 s in the critical
+//!   section — well below the TTL, so fault-free runs hold every invariant;
+//! * a request timeout of 1 s and a retry backoff of at least 50 ms;
+//! * Redlock's drift allowance computed as the reference clients compute
+//!   it: `int(TTL_ms × 0.01) + 2` ms.
 
 use crate::faults::{Budgets, FaultKind};
-use crate::world::Ticks;
+use crate::time::{MS, Micros, SEC};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// How long one tick is, in the article's terms. Printed with every result.
-pub const TICK_MEANING: &str = "1 tick = 5 s (the article's 30 s TTL is 6 ticks)";
+/// How time is represented, printed with every result.
+pub const TIME_MEANING: &str =
+    "exact real-valued time (zones over clocks; traces give times in ms with µs precision)";
 
 /// Largest number of clients the model supports.
 pub const MAX_CLIENTS: u8 = 6;
 /// Largest number of Redlock instances the model supports.
 pub const MAX_INSTANCES: u8 = 9;
-/// Largest value accepted for any duration parameter, in ticks (the
-/// simulator counts milliseconds; this is about 27 hours). Keeps every
-/// relative time, clock jumps included, well inside an `i32`.
-pub const MAX_TICKS: Ticks = 100_000_000;
-/// Largest duration an exhaustive search accepts: every timer's range
-/// multiplies the state space.
-pub const MAX_SEARCH_TICKS: Ticks = 1000;
+/// Largest value accepted for any duration: one day. Keeps every sum of
+/// constants far inside the zone engine's range.
+pub const MAX_DURATION: Micros = 86_400 * SEC;
 /// Faults in one execution by default. Every fault kind is on, but an
 /// execution may suffer at most this many of them: each extra fault
-/// multiplies the state space roughly tenfold (Redlock with 5 instances:
-/// 1.7 million states for two faults, 26 million for three), and the
-/// known counterexamples need one or two.
+/// multiplies the state space roughly tenfold, and the known
+/// counterexamples need one or two.
 pub const DEFAULT_MAX_FAULTS: u8 = 2;
 /// Largest number of acquisitions per client.
 pub const MAX_ACQUISITIONS: u8 = 4;
@@ -82,43 +84,47 @@ impl Network {
     }
 }
 
-/// Trace files written before connections were modelled replay with the
-/// semantics they were made with.
-fn network_of_old_traces() -> Network {
-    Network::Unordered
-}
-
-/// All parameters of one model instance. Durations are in ticks.
+/// All parameters of one model instance. Durations in microseconds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Params {
     pub clients: u8,
     /// Acquisitions each client makes before it stops.
     pub acquisitions: u8,
-    /// Lock TTL (`PX`); for the watchdog, the watchdog timeout.
-    pub ttl: Ticks,
-    /// Ticks of work inside the critical section (between read and write).
-    pub work: Ticks,
+    /// Lock TTL (`PX`); for the watchdog, the watchdog timeout; for the
+    /// consensus service, the session / lease TTL.
+    pub ttl: Micros,
+    /// Work inside the critical section, between read and write (wall
+    /// time: a pause does not stop the database working on the client's
+    /// request, but the write waits until the process runs again).
+    pub work_min: Micros,
+    pub work_max: Micros,
+    /// One-way latency of every message (and of the replication link).
+    pub latency_min: Micros,
+    pub latency_max: Micros,
+    /// Longest a client takes for one step (handle a reply, decide, send).
+    pub step: Micros,
     /// Client request timeout.
-    pub timeout: Ticks,
-    /// Delay before a client retries a failed acquisition.
-    pub retry: Ticks,
+    pub timeout: Micros,
+    /// Least backoff before a client retries a failed acquisition.
+    pub retry: Micros,
     /// Longest pause a `pause` fault can cause (`None`: no bound; the paused
     /// client resumes whenever the environment lets it).
-    pub pause_max: Option<Ticks>,
-    /// Longest a `delay` fault can hold a message back (`None`: no bound).
-    pub delay_max: Option<Ticks>,
+    pub pause_max: Option<Micros>,
+    /// How much longer than the longest latency a `delay` fault can hold a
+    /// message back (`None`: no bound).
+    pub delay_max: Option<Micros>,
     /// Size of one clock jump.
-    pub jump: Ticks,
+    pub jump: Micros,
     /// Fault budgets.
     pub faults: Budgets,
     /// At most this many faults in one execution, whatever their kinds
     /// (`None`: only the per-kind budgets limit them).
     pub max_faults: Option<u8>,
-    /// Watchdog: ticks between renewals (Redisson: TTL/3).
-    pub renew_every: Ticks,
-    /// Watchdog: stop renewing after this many ticks of renewals (None = never).
-    pub renew_cap: Option<Ticks>,
+    /// Watchdog / heartbeat: time between renewals (Redisson: TTL/3).
+    pub renew_every: Micros,
+    /// Watchdog: stop renewing after this long of renewals (None = never).
+    pub renew_cap: Option<Micros>,
     /// Watchdog bug: renew with a plain `PEXPIRE`, without the ownership check.
     pub renew_unchecked: bool,
     /// Watchdog bug: the renewal is never cancelled (survives release and crash).
@@ -127,9 +133,11 @@ pub struct Params {
     pub instances: u8,
     /// Redlock: votes needed.
     pub quorum: u8,
-    /// Redlock: clock-drift allowance subtracted from the validity.
-    pub drift: Ticks,
-    /// A restarted (or failed-over) Redis stays unavailable for `ttl + 1` ticks.
+    /// Redlock: clock-drift factor in parts per million of the TTL (the
+    /// reference clients' 0.01 is 10,000); the allowance is
+    /// `int(TTL_ms × factor) + 2 ms`.
+    pub drift_factor_ppm: u32,
+    /// A restarted (or failed-over) Redis stays unavailable a TTL and a bit.
     pub delayed_restart: bool,
     /// Where the resource checks tokens.
     pub resource_check: ResourceCheck,
@@ -139,24 +147,15 @@ pub struct Params {
     /// client's own key.
     #[serde(default)]
     pub no_recheck: bool,
-    /// The environment decides how long messages travel and how long
-    /// critical sections work (the simulator samples both): a message in
-    /// flight never forces time to wait for it, and work is open-ended until
-    /// a `Finish` step. The exhaustive checker leaves this off: there,
-    /// messages arrive at once and work takes `work` ticks, and only faults
-    /// stretch either.
-    #[serde(default)]
-    pub open_timing: bool,
     /// How the network orders messages (`--network`).
-    #[serde(default = "network_of_old_traces")]
     pub network: Network,
 }
 
 impl Params {
-    /// Defaults for `protocol`: the article's values scaled to ticks and every
-    /// fault kind the protocol's lock service can suffer, budget 1 each.
+    /// Defaults for `protocol`: realistic timings and every fault kind the
+    /// protocol's lock service can suffer, budget 1 each.
     pub fn defaults(protocol: &dyn crate::protocols::Protocol) -> Params {
-        let ttl = 6;
+        let ttl = 30 * SEC;
         let mut faults = Budgets::none();
         for k in protocol.faults() {
             faults.set(*k, 1);
@@ -170,9 +169,13 @@ impl Params {
             clients: 2,
             acquisitions: 1,
             ttl,
-            work: 1,
-            timeout: 1,
-            retry: 1,
+            work_min: 200 * MS,
+            work_max: 2 * SEC,
+            latency_min: 200,
+            latency_max: 5 * MS,
+            step: MS,
+            timeout: SEC,
+            retry: 50 * MS,
             pause_max: None,
             delay_max: None,
             jump: ttl,
@@ -184,20 +187,27 @@ impl Params {
             no_cancel: false,
             instances,
             quorum: instances / 2 + 1,
-            // 0.01 * 30000 ms + 2 ms = 302 ms, rounded up to one tick.
-            drift: 1,
+            drift_factor_ppm: 10_000,
             delayed_restart: false,
             resource_check: protocol.default_resource_check(),
             token_rule: TokenRule::Ge,
             no_recheck: false,
-            open_timing: false,
             network: Network::Fifo,
         }
     }
 
-    /// Ticks a delayed restart keeps an instance down: "a bit more than the max TTL".
-    pub fn down_for(&self) -> Ticks {
-        self.ttl + 1
+    /// Redlock's drift allowance, as redlock-rb and redlock-py compute it:
+    /// `int(TTL_ms × factor) + 2` ms.
+    pub fn drift_allowance(&self) -> Micros {
+        let ttl_ms = (self.ttl / MS) as i128;
+        let ms = ttl_ms * self.drift_factor_ppm as i128 / 1_000_000 + 2;
+        ms as Micros * MS
+    }
+
+    /// How long a delayed restart keeps an instance down: "a bit more than
+    /// the max TTL" (the Redlock page): one more second.
+    pub fn down_for(&self) -> Micros {
+        self.ttl + SEC
     }
 
     /// The parameters as a name -> value map, by CLI name (for trace files).
@@ -264,22 +274,42 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "ttl",
-        help: "lock TTL in ticks",
+        help: "lock TTL (watchdog timeout, session or lease TTL)",
         only: None,
     },
     ParamInfo {
-        name: "work",
-        help: "ticks of work in the critical section",
+        name: "work-min",
+        help: "least work in the critical section",
+        only: None,
+    },
+    ParamInfo {
+        name: "work-max",
+        help: "most work in the critical section (beyond it: a slow fault)",
+        only: None,
+    },
+    ParamInfo {
+        name: "latency-min",
+        help: "least one-way message latency",
+        only: None,
+    },
+    ParamInfo {
+        name: "latency-max",
+        help: "most one-way message latency (beyond it: a delay fault)",
+        only: None,
+    },
+    ParamInfo {
+        name: "step",
+        help: "longest client step (handle a reply, decide, send)",
         only: None,
     },
     ParamInfo {
         name: "timeout",
-        help: "client request timeout in ticks",
+        help: "client request timeout",
         only: None,
     },
     ParamInfo {
         name: "retry",
-        help: "ticks before a failed acquisition is retried",
+        help: "least backoff before a failed acquisition is retried",
         only: None,
     },
     ParamInfo {
@@ -289,22 +319,22 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "delay-max",
-        help: "longest a delay fault holds a message",
+        help: "longest a delay fault holds a message past the longest latency",
         only: None,
     },
     ParamInfo {
         name: "jump",
-        help: "size of a clock jump in ticks",
+        help: "size of a clock jump",
         only: None,
     },
     ParamInfo {
         name: "renew-every",
-        help: "ticks between watchdog renewals",
+        help: "time between watchdog renewals / session heartbeats",
         only: Some(RENEWING),
     },
     ParamInfo {
         name: "renew-cap",
-        help: "stop renewing after this many ticks",
+        help: "stop renewing after this long",
         only: Some(WATCHDOG_FAMILY),
     },
     ParamInfo {
@@ -328,8 +358,8 @@ pub const PARAMS: &[ParamInfo] = &[
         only: Some(REDLOCK),
     },
     ParamInfo {
-        name: "drift",
-        help: "Redlock clock-drift allowance in ticks",
+        name: "drift-factor-ppm",
+        help: "Redlock clock-drift factor in ppm of the TTL (allowance = int(TTL_ms x factor) + 2 ms)",
         only: Some(REDLOCK),
     },
     ParamInfo {
@@ -399,24 +429,6 @@ impl Params {
                 )));
             }
         }
-        for (name, v) in [
-            ("ttl", self.ttl),
-            ("work", self.work),
-            ("timeout", self.timeout),
-            ("retry", self.retry),
-            ("pause-max", self.pause_max.unwrap_or(0)),
-            ("delay-max", self.delay_max.unwrap_or(0)),
-            ("jump", self.jump),
-            ("renew-every", self.renew_every),
-            ("drift", self.drift),
-        ] {
-            if v > MAX_SEARCH_TICKS {
-                return Err(ConfigError(format!(
-                    "--{name} {v} is too large for an exhaustive search (at most {MAX_SEARCH_TICKS} ticks: \
-                     every timer's range multiplies the state space); one tick is 5 s of the article's world"
-                )));
-            }
-        }
         Ok(())
     }
 
@@ -424,25 +436,47 @@ impl Params {
     pub fn validate(&self, protocol: &dyn crate::protocols::Protocol) -> Result<(), ConfigError> {
         range("clients", self.clients, 1, MAX_CLIENTS)?;
         range("acquisitions", self.acquisitions, 1, MAX_ACQUISITIONS)?;
-        range("ttl", self.ttl, 1, MAX_TICKS)?;
-        range("work", self.work, 0, MAX_TICKS)?;
-        range("timeout", self.timeout, 1, MAX_TICKS)?;
-        range("retry", self.retry, 1, MAX_TICKS)?;
+        let d = |name: &str, v: Micros, lo: Micros| -> Result<(), ConfigError> {
+            if v < lo || v > MAX_DURATION {
+                Err(ConfigError(format!(
+                    "--{name} {} is out of range: allowed {} ..= {}",
+                    crate::units::show(v),
+                    crate::units::show(lo),
+                    crate::units::show(MAX_DURATION)
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        d("ttl", self.ttl, MS)?;
+        if self.ttl % MS != 0 {
+            return Err(ConfigError(format!(
+                "--ttl {} is not a whole number of milliseconds: Redis takes PX in ms",
+                crate::units::show(self.ttl)
+            )));
+        }
+        d("work-min", self.work_min, 0)?;
+        d("work-max", self.work_max, self.work_min)?;
+        d("latency-min", self.latency_min, 0)?;
+        d("latency-max", self.latency_max, self.latency_min)?;
+        d("step", self.step, 0)?;
+        d("timeout", self.timeout, 1)?;
+        d("retry", self.retry, 0)?;
         if let Some(v) = self.pause_max {
-            range("pause-max", v, 1, MAX_TICKS)?;
+            d("pause-max", v, 1)?;
         }
         if let Some(v) = self.delay_max {
-            range("delay-max", v, 1, MAX_TICKS)?;
+            d("delay-max", v, 1)?;
         }
-        range("jump", self.jump, 1, MAX_TICKS)?;
-        range("renew-every", self.renew_every, 1, MAX_TICKS)?;
+        d("jump", self.jump, 1)?;
+        d("renew-every", self.renew_every, 1)?;
         if let Some(c) = self.renew_cap {
-            range("renew-cap", c, 1, MAX_TICKS)?;
+            d("renew-cap", c, 1)?;
         }
         if protocol.service() == crate::protocols::Service::Instances {
             range("instances", self.instances, 1, MAX_INSTANCES)?;
             range("quorum", self.quorum, 1, self.instances)?;
-            range("drift", self.drift, 0, MAX_TICKS)?;
+            range("drift-factor-ppm", self.drift_factor_ppm, 0, 1_000_000)?;
         }
         for k in FaultKind::ALL {
             let b = self.faults.get(k);

@@ -25,6 +25,7 @@
 
 use crate::action::Action;
 use crate::canon::Canon;
+use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
 use crate::model::LockModel;
 use crate::world::World;
@@ -63,11 +64,15 @@ pub enum Stop {
     MaxDepth,
 }
 
+/// One step of a symbolic path: the action and the answers its timing
+/// questions took (see `TimeCtx::ask`).
+pub type PathStep = (Action, Vec<bool>);
+
 #[derive(Clone, Debug)]
 pub struct SearchResult {
-    /// Shortest violating path per violated invariant (actions from the
+    /// Shortest violating path per violated invariant (steps from the
     /// initial state).
-    pub violations: BTreeMap<Invariant, Vec<Action>>,
+    pub violations: BTreeMap<Invariant, Vec<PathStep>>,
     /// Distinct (symmetry-reduced) states stored.
     pub states: u64,
     /// Transitions computed.
@@ -110,6 +115,36 @@ impl Hasher for PassThrough {
 }
 
 type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
+
+/// The passed list: per discrete world (its fingerprint), the zones stored.
+/// A new zone included in a stored one of the same world adds nothing
+/// (zone successors are monotone: whatever it reaches in k steps, the
+/// larger zone reaches in at most k), so it is dropped. Stored zones are
+/// never evicted for a larger one met later, which keeps the first violating
+/// level the shortest (Bengtsson & Yi 2004; see docs/model.md).
+#[derive(Default)]
+struct Passed {
+    map: std::collections::HashMap<u64, Vec<crate::engine::dbm::Dbm>, BuildHasherDefault<PassThrough>>,
+    zones: u64,
+}
+
+impl Passed {
+    fn covers(&self, fp: u64, z: &crate::engine::dbm::Dbm) -> bool {
+        self.map
+            .get(&fp)
+            .is_some_and(|v| v.iter().any(|s| s.includes(z)))
+    }
+    /// Stores `z` unless it is covered; true if stored.
+    fn insert(&mut self, fp: u64, z: crate::engine::dbm::Dbm) -> bool {
+        let v = self.map.entry(fp).or_default();
+        if v.iter().any(|s| s.includes(&z)) {
+            return false;
+        }
+        v.push(z);
+        self.zones += 1;
+        true
+    }
+}
 
 /// A fast fingerprinting hasher: two independent multiply-rotate lanes over
 /// every integer the derived `Hash` writes, combined through the MurmurHash3
@@ -195,6 +230,13 @@ pub fn fingerprint(w: &World) -> u64 {
     h.finish()
 }
 
+/// The symbolic state as first met and its successors' order.
+fn successors(m: &LockModel, s: &ZState) -> Vec<Succ> {
+    let mut out = Vec::new();
+    m.successors(s, &mut out);
+    out
+}
+
 const ROOT: u32 = u32::MAX;
 
 /// States expanded between two merges: bounds the memory held by
@@ -204,13 +246,14 @@ const BATCH: usize = 1 << 12;
 const CHUNK: usize = 128;
 
 /// A successor found by a worker, not yet merged.
-struct Succ {
+struct Found {
     /// Index of its parent in the frontier.
     from: usize,
     /// Index of the action in the parent's enabled list.
     action: u32,
     fp: u64,
-    world: World,
+    zone: crate::engine::dbm::Dbm,
+    state: ZState,
     /// Invariants (bits, in the order of the pending list) it violates.
     violates: u32,
 }
@@ -229,7 +272,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
     let threads = workers(opts.threads);
-    let mut seen: Seen = HashSet::default();
+    let mut seen = Passed::default();
     // parent[id] = (parent id, index of the action in the parent's enabled list)
     let mut parent: Vec<(u32, u32)> = Vec::new();
     let mut found: BTreeMap<Invariant, u32> = BTreeMap::new();
@@ -252,49 +295,53 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             .fold(0, |acc, (i, _)| acc | 1 << i)
     };
 
-    let init = m.init();
-    let mut max_accepted_writes = init.resource.accepted;
-    seen.insert(canon.fingerprint(&init));
+    let init = m.zinit();
+    let mut max_accepted_writes = init.world.resource.accepted;
+    let (ifp, iz) = canon.canonical(&init);
+    seen.insert(ifp, iz);
     parent.push((ROOT, 0));
     for (i, inv) in pending.clone().iter().enumerate() {
-        if violated(&init, &pending) & (1 << i) != 0 {
+        if violated(&init.world, &pending) & (1 << i) != 0 {
             found.insert(*inv, 0);
         }
     }
     pending.retain(|inv| !found.contains_key(inv));
-    let mut frontier: Vec<(u32, World)> = vec![(0, init)];
+    let mut frontier: Vec<(u32, ZState)> = vec![(0, init)];
     let mut depth = 0u64;
     let mut stop = Stop::Exhausted;
 
     // Expands frontier[lo..hi]; reads `seen` only.
     let expand =
-        |frontier: &[(u32, World)], lo: usize, hi: usize, seen: &Seen, pending: &[Invariant]| {
+        |frontier: &[(u32, ZState)], lo: usize, hi: usize, seen: &Passed, pending: &[Invariant]| {
             let mut out = Vec::new();
-            let mut actions = Vec::new();
+            let mut succs = Vec::new();
             let mut count = 0u64;
             // Duplicates within the chunk are common (diamonds): drop them here.
-            let mut local: Seen = HashSet::default();
-            for (k, (_, w)) in frontier[lo..hi].iter().enumerate() {
-                m.enabled(w, &mut actions);
-                for (ai, a) in actions.iter().enumerate() {
+            let mut local = Passed::default();
+            for (k, (_, s)) in frontier[lo..hi].iter().enumerate() {
+                m.successors(s, &mut succs);
+                for (si, succ) in succs.drain(..).enumerate() {
                     count += 1;
-                    let succ = m.after(w, a);
                     // A fault that changed nothing but its own budget leads to a
-                    // state its predecessor dominates (same world, more budget):
-                    // nothing new is reachable from it.
-                    if crate::faults::kind_of(a).is_some() && succ.same_but_budget(w) {
+                    // state its predecessor dominates (same world and zone, more
+                    // budget): nothing new is reachable from it.
+                    if crate::faults::kind_of(&succ.action).is_some()
+                        && succ.next.world.same_but_budget(&s.world)
+                        && succ.next.zone == s.zone
+                    {
                         continue;
                     }
-                    let fp = canon.fingerprint(&succ);
-                    if seen.contains(&fp) || !local.insert(fp) {
+                    let (fp, zone) = canon.canonical(&succ.next);
+                    if seen.covers(fp, &zone) || !local.insert(fp, zone.clone()) {
                         continue;
                     }
-                    let violates = violated(&succ, pending);
-                    out.push(Succ {
+                    let violates = violated(&succ.next.world, pending);
+                    out.push(Found {
                         from: lo + k,
-                        action: ai as u32,
+                        action: si as u32,
                         fp,
-                        world: succ,
+                        zone,
+                        state: succ.next,
                         violates,
                     });
                 }
@@ -315,13 +362,13 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             }
             break;
         }
-        let mut next: Vec<(u32, World)> = Vec::new();
+        let mut next: Vec<(u32, ZState)> = Vec::new();
         // (faults used, state id) of the best violation of each pending invariant on this level
         let mut cands: Vec<Option<(u32, u32)>> = vec![None; pending.len()];
         let mut lo = 0;
         while lo < frontier.len() {
             let hi = (lo + BATCH).min(frontier.len());
-            let batch: Vec<(Vec<Succ>, u64)> = if threads <= 1 || hi - lo <= CHUNK {
+            let batch: Vec<(Vec<Found>, u64)> = if threads <= 1 || hi - lo <= CHUNK {
                 vec![expand(&frontier, lo, hi, &seen, &pending)]
             } else {
                 let chunks: Vec<(usize, usize)> = (lo..hi)
@@ -329,7 +376,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
                     .map(|a| (a, (a + CHUNK).min(hi)))
                     .collect();
                 let next_chunk = AtomicUsize::new(0);
-                let slots: Vec<OnceLock<(Vec<Succ>, u64)>> =
+                let slots: Vec<OnceLock<(Vec<Found>, u64)>> =
                     (0..chunks.len()).map(|_| OnceLock::new()).collect();
                 std::thread::scope(|scope| {
                     for _ in 0..threads {
@@ -349,21 +396,22 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
             for (succs, _) in batch {
                 for s in succs {
-                    if !seen.insert(s.fp) {
+                    if !seen.insert(s.fp, s.zone) {
                         continue;
                     }
                     let nid = parent.len() as u32;
                     parent.push((frontier[s.from].0, s.action));
-                    max_accepted_writes = max_accepted_writes.max(s.world.resource.accepted);
+                    max_accepted_writes =
+                        max_accepted_writes.max(s.state.world.resource.accepted);
                     if s.violates != 0 {
-                        let f = used(&s.world);
+                        let f = used(&s.state.world);
                         for (i, c) in cands.iter_mut().enumerate() {
                             if s.violates & (1 << i) != 0 && c.is_none_or(|(bf, _)| f < bf) {
                                 *c = Some((f, nid));
                             }
                         }
                     }
-                    next.push((nid, s.world));
+                    next.push((nid, s.state));
                     if opts
                         .max_states
                         .is_some_and(|max| parent.len() as u64 >= max)
@@ -423,9 +471,9 @@ pub fn peak_memory_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Rebuilds the action path to state `id` by following parent links back to
-/// the root, then replaying action indices forward from the initial state.
-fn path_to(m: &LockModel, parent: &[(u32, u32)], id: u32) -> Vec<Action> {
+/// Rebuilds the path to state `id` by following parent links back to the
+/// root, then replaying successor indices forward from the initial state.
+fn path_to(m: &LockModel, parent: &[(u32, u32)], id: u32) -> Vec<PathStep> {
     let mut idx = Vec::new();
     let mut cur = id;
     while parent[cur as usize].0 != ROOT {
@@ -433,14 +481,12 @@ fn path_to(m: &LockModel, parent: &[(u32, u32)], id: u32) -> Vec<Action> {
         cur = parent[cur as usize].0;
     }
     idx.reverse();
-    let mut w = m.init();
-    let mut actions = Vec::new();
+    let mut s = m.zinit();
     let mut path = Vec::with_capacity(idx.len());
     for i in idx {
-        m.enabled(&w, &mut actions);
-        let a = actions[i as usize];
-        w = m.after(&w, &a);
-        path.push(a);
+        let succ = successors(m, &s).swap_remove(i as usize);
+        path.push((succ.action, succ.answers));
+        s = succ.next;
     }
     path
 }

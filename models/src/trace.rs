@@ -8,11 +8,14 @@
 //! match what the model computes; the first step that does not is named.
 
 use crate::action::Action;
+use crate::engine::concrete::CState;
+use crate::engine::solve::Rational;
 use crate::faults::{self, FaultKind};
 use crate::invariants::Invariant;
 use crate::model::LockModel;
-use crate::params::{Params, TICK_MEANING};
+use crate::params::{Params, TIME_MEANING};
 use crate::protocols;
+use crate::search::PathStep;
 use crate::view::{Clocks, message, participants, view};
 use crate::world::{Log, World};
 use locklab_traces::{Config, Event, EventKind, SCHEMA_VERSION, Step, Trace};
@@ -47,7 +50,6 @@ fn err(step: Option<usize>, message: impl Into<String>) -> ReplayError {
 /// A compact text for an action (stateright's Explorer shows it).
 pub fn action_text(a: &Action) -> String {
     match a {
-        Action::Tick { ticks } => format!("tick +{ticks}"),
         Action::Step { client } => format!("c{} steps", client + 1),
         Action::Watchdog { client } => format!("c{} watchdog fires", client + 1),
         Action::Deliver { msg } => {
@@ -55,7 +57,8 @@ pub fn action_text(a: &Action) -> String {
         }
         Action::Replicate { server } => format!("replicate from redis{}", server + 1),
         Action::Resume { client } => format!("c{} resumes", client + 1),
-        Action::Finish { client } => format!("c{} finishes slow work", client + 1),
+        Action::ComeUp { server } => format!("redis{} comes back up", server + 1),
+        Action::SessionExpires { client } => format!("c{}'s session expires", client + 1),
         Action::Pause { client } => format!("FAULT pause c{}", client + 1),
         Action::Slow { client } => format!("FAULT slow c{}", client + 1),
         Action::Drop { msg } => {
@@ -109,7 +112,7 @@ pub fn config(m: &LockModel) -> Config {
             .map(|k| (k.name().to_string(), m.params.faults.get(k) as u32))
             .collect(),
         params,
-        tick: TICK_MEANING.to_string(),
+        time: TIME_MEANING.to_string(),
     }
 }
 
@@ -140,43 +143,66 @@ pub fn model_from_config(c: &Config) -> Result<LockModel, String> {
     LockModel::new(proto, params).map_err(|e| e.0)
 }
 
-/// Replays `path` from the initial state and builds the trace of a
-/// violation of `inv`. Fails if an action is not enabled where it is taken
-/// or the path does not end in a violation of `inv`.
+/// Builds the trace of a symbolic path that violates `inv`: gives every
+/// step the earliest exact time that meets every window, guard and answer,
+/// then replays the steps at those times with the concrete engine. Fails
+/// if no such times exist or the replay disagrees with the path.
 pub fn build(
     m: &LockModel,
-    path: &[Action],
+    path: &[PathStep],
     inv: Invariant,
     engine: &str,
     seed: Option<u64>,
 ) -> Result<Trace, ReplayError> {
-    let mut w = m.init();
-    let mut clocks = Clocks::new(&w);
-    let initial = view(m, &w, 0, &clocks);
-    let parts = participants(m, &w);
-    let mut time = 0u64;
+    let times = m.times_for(path).ok_or_else(|| {
+        err(
+            None,
+            "no real-valued times realise this path (an engine bug: please report it)",
+        )
+    })?;
+    let steps: Vec<(Action, Rational)> = path
+        .iter()
+        .zip(times.iter().skip(1))
+        .map(|((a, _), t)| (*a, *t))
+        .collect();
+    build_timed(m, &steps, inv, engine, seed)
+}
+
+/// Replays `steps`, each at its exact time in µs, from the initial state,
+/// and builds the trace of a violation of `inv`. Fails if a step is not
+/// possible where and when it is taken (not enabled, too early, or after a
+/// deadline) or the path does not end in a violation of `inv`.
+pub fn build_timed(
+    m: &LockModel,
+    path: &[(Action, Rational)],
+    inv: Invariant,
+    engine: &str,
+    seed: Option<u64>,
+) -> Result<Trace, ReplayError> {
+    let mut s: CState = m.cinit();
+    let mut clocks = Clocks::new(&s.world);
+    let initial = view(m, &s, &clocks);
+    let parts = participants(m, &s.world);
     let mut steps = Vec::with_capacity(path.len());
     let mut used: Vec<FaultKind> = Vec::new();
     let mut first_violation = None;
-    for (i, a) in path.iter().enumerate() {
+    for (i, (a, at)) in path.iter().enumerate() {
         let index = i + 1;
-        if !m.allows(&w, a) {
-            return Err(err(
-                Some(index),
-                format!("action {} is not enabled here", action_text(a)),
-            ));
-        }
         let msg = match a {
             Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => {
-                Some(message(&w, msg))
+                Some(message(&CState { now: *at, ..s.clone() }, msg))
             }
             _ => None,
         };
-        let actor = m.actor(&w, a);
+        let actor = m.actor(&s.world, a);
         let mut log = Log::on();
-        m.apply(&mut w, a, &mut log);
+        s = m.cstep(&s, a, *at, &mut log).map_err(|e| {
+            err(
+                Some(index),
+                format!("{} at {}: {e}", action_text(a), crate::units::show_rational(*at)),
+            )
+        })?;
         clocks.record(a);
-        time += a.ticks();
         if let Some(k) = faults::kind_of(a)
             && !used.contains(&k)
         {
@@ -186,21 +212,22 @@ pub fn build(
         let violations: Vec<String> = m
             .properties
             .iter()
-            .filter(|p| !p.holds(m, &w))
+            .filter(|p| !p.holds(m, &s.world))
             .map(|p| p.name().to_string())
             .collect();
-        if first_violation.is_none() && !inv.holds(m, &w) {
+        if first_violation.is_none() && !inv.holds(m, &s.world) {
             first_violation = Some(index);
         }
         steps.push(Step {
             index,
-            time,
+            time: at.to_ms(),
+            at_us: at.to_string(),
             actor,
             action: serde_json::to_value(a).map_err(|e| err(Some(index), e.to_string()))?,
             label: label(&events),
             message: msg,
             events,
-            state: view(m, &w, time, &clocks),
+            state: view(m, &s, &clocks),
             violations,
         });
     }
@@ -222,28 +249,45 @@ pub fn build(
         invariant: inv.name().into(),
         invariant_meaning: inv.meaning().into(),
         violation_step: vstep,
-        violation: inv.explain(m, &w),
+        violation: inv.explain(m, &s.world),
         faults_used: used.iter().map(|k| k.name().to_string()).collect(),
         initial,
         steps,
     })
 }
 
-/// The actions of a trace, parsed.
-pub fn actions(t: &Trace) -> Result<Vec<Action>, ReplayError> {
+/// Parses an exact time `"n"` or `"n/d"` (µs).
+pub fn parse_time(text: &str) -> Option<Rational> {
+    let (n, d) = match text.split_once('/') {
+        Some((n, d)) => (n.trim().parse::<i128>().ok()?, d.trim().parse::<i128>().ok()?),
+        None => (text.trim().parse::<i128>().ok()?, 1),
+    };
+    (d > 0).then(|| Rational::new(n, d))
+}
+
+/// The steps of a trace, parsed: each action with its exact time.
+pub fn actions(t: &Trace) -> Result<Vec<(Action, Rational)>, ReplayError> {
     t.steps
         .iter()
         .map(|s| {
-            serde_json::from_value(s.action.clone())
-                .map_err(|e| err(Some(s.index), format!("unreadable action: {e}")))
+            let a = serde_json::from_value(s.action.clone())
+                .map_err(|e| err(Some(s.index), format!("unreadable action: {e}")))?;
+            let at = parse_time(&s.at_us).ok_or_else(|| {
+                err(
+                    Some(s.index),
+                    format!("unreadable time {:?}: expected microseconds as n or n/d", s.at_us),
+                )
+            })?;
+            Ok((a, at))
         })
         .collect()
 }
 
 /// Checks a trace read from disk: rebuilds its model from its config,
-/// replays every action, and requires every recorded state, the time, the
-/// violation step and the final violation to match the model exactly.
-/// Returns the model and the final world.
+/// replays every step at its recorded time (re-checking every latency,
+/// deadline, guard and expiry with exact arithmetic), and requires every
+/// recorded state, the violation step and the final violation to match the
+/// model exactly. Returns the model and the final world.
 pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
     let m = model_from_config(&t.config).map_err(|e| err(None, e))?;
     let inv = Invariant::from_name(&t.invariant).ok_or_else(|| {
@@ -253,10 +297,7 @@ pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
         )
     })?;
     let path = actions(t)?;
-    let rebuilt = build(&m, &path, inv, &t.engine, t.seed).map_err(|e| ReplayError {
-        step: e.step,
-        message: e.message,
-    })?;
+    let rebuilt = build_timed(&m, &path, inv, &t.engine, t.seed)?;
     if rebuilt.initial != t.initial {
         return Err(err(None, "the initial state does not match the model's"));
     }
@@ -265,12 +306,6 @@ pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
             return Err(err(
                 Some(b.index),
                 format!("step numbered {} where {} was expected", b.index, a.index),
-            ));
-        }
-        if a.time != b.time {
-            return Err(err(
-                Some(b.index),
-                format!("recorded time {} but the model says {}", b.time, a.time),
             ));
         }
         if a.state != b.state {
@@ -289,9 +324,11 @@ pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
             ),
         ));
     }
-    let mut w = m.init();
-    for a in &path {
-        w = m.after(&w, a);
+    let mut s = m.cinit();
+    for (a, at) in &path {
+        s = m
+            .cstep(&s, a, *at, &mut Log::off())
+            .map_err(|e| err(None, e.0))?;
     }
-    Ok((m, w))
+    Ok((m, s.world))
 }

@@ -13,6 +13,8 @@
 //! role, the schedules part and the comparison stops there, and says so.
 
 use crate::action::Action;
+use crate::engine::concrete::CState;
+use crate::engine::solve::Rational;
 use crate::model::LockModel;
 use crate::world::{Body, Log, Msg, World};
 use crate::{Invariant, faults};
@@ -24,6 +26,8 @@ pub struct Mapped {
     /// took on its own before the next source step.
     pub source: Option<usize>,
     pub action: Action,
+    /// When it happened, in µs.
+    pub at: Rational,
     /// Whether the invariant is broken after it.
     pub broken: bool,
 }
@@ -47,19 +51,9 @@ fn same_role(a: &Msg, b: &Msg) -> bool {
 }
 
 /// The target action that plays the role of `a` in `w`, if any.
-fn counterpart(m: &LockModel, w: &World, a: &Action) -> Option<Action> {
-    let mut enabled = Vec::new();
-    m.enabled(w, &mut enabled);
+fn counterpart(w: &World, a: &Action) -> Option<Action> {
     let find_msg = |msg: &Msg| w.net.iter().find(|x| same_role(x, msg)).copied();
-    let candidate = match *a {
-        Action::Tick { ticks } => {
-            // Time passes the same in both; the target may have to stop at
-            // its own deadlines on the way.
-            let d = m.next_deadline(w).unwrap_or(ticks);
-            Action::Tick {
-                ticks: ticks.min(d).max(1),
-            }
-        }
+    Some(match *a {
         Action::Deliver { msg } => Action::Deliver {
             msg: find_msg(&msg)?,
         },
@@ -70,100 +64,94 @@ fn counterpart(m: &LockModel, w: &World, a: &Action) -> Option<Action> {
             msg: find_msg(&msg)?,
         },
         other => other,
-    };
-    m.allows(w, &candidate).then_some(candidate)
+    })
 }
 
-/// The target's own urgent steps: taken, first one first, before a source
-/// step whose role is not yet playable.
-fn urgent(m: &LockModel, w: &World) -> Option<Action> {
+/// One of the target's own steps with a deadline that it can take at `at`,
+/// first one first.
+fn own_step(m: &LockModel, s: &CState, at: Rational) -> Option<(Action, CState)> {
     let mut enabled = Vec::new();
-    m.enabled(w, &mut enabled);
-    if enabled.contains(&Action::Tick { ticks: 1 }) {
-        return None;
-    }
-    enabled.into_iter().find(|a| {
-        faults::kind_of(a).is_none() && !matches!(a, Action::Resume { .. } | Action::Finish { .. })
-    })
+    m.enabled(&s.world, &mut enabled);
+    let mut inv = Vec::new();
+    m.invariant(&s.world, &mut inv);
+    enabled
+        .into_iter()
+        .filter(|e| faults::kind_of(&e.action).is_none())
+        .filter(|e| !matches!(e.action, Action::Resume { .. }))
+        .filter(|e| e.guard.is_some_and(|(c, _)| inv.iter().any(|(d, _)| *d == c)))
+        .find_map(|e| {
+            m.cstep(s, &e.action, at, &mut Log::off())
+                .ok()
+                .map(|n| (e.action, n))
+        })
 }
 
 /// How many of its own steps the target may take to catch up with one
 /// source step before the schedules are declared parted.
 const CATCH_UP: usize = 64;
 
-/// Runs the schedule of `path` (a path of `source`; only the roles of its
-/// steps matter) against `target`, watching `inv`.
+/// Runs the schedule of `path` (a timed path of `source`; only the roles
+/// of its steps and their times matter) against `target`, watching `inv`.
 pub fn transfer(
     source: &LockModel,
-    path: &[Action],
+    path: &[(Action, Rational)],
     target: &LockModel,
     inv: Invariant,
 ) -> Transfer {
     let _ = source;
-    let mut wt = target.init();
-    let mut steps = Vec::new();
+    let mut st = target.cinit();
+    let mut steps: Vec<Mapped> = Vec::new();
     let mut broken_at = None;
     let mut parted_at = None;
-    let mut push = |steps: &mut Vec<Mapped>, wt: &World, source: Option<usize>, action: Action| {
-        let broken = !inv.holds(target, wt);
+    let mut push = |steps: &mut Vec<Mapped>, s: &CState, source: Option<usize>, action: Action| {
+        let broken = !inv.holds(target, &s.world);
         if broken && broken_at.is_none() {
             broken_at = Some(steps.len());
         }
         steps.push(Mapped {
             source,
             action,
+            at: s.now,
             broken,
         });
     };
-    'schedule: for (i, a) in path.iter().enumerate() {
+    'schedule: for (i, (a, at)) in path.iter().enumerate() {
         let index = i + 1;
-        match *a {
-            Action::Tick { ticks } => {
-                // Let the same time pass, stopping at the target's own
-                // deadlines to take what it must do there.
-                let mut left = ticks;
-                let mut rounds = 0;
-                while left > 0 {
-                    let step = Action::Tick { ticks: left };
-                    match counterpart(target, &wt, &step) {
-                        Some(Action::Tick { ticks: t }) => {
-                            target.apply(&mut wt, &Action::Tick { ticks: t }, &mut Log::off());
-                            push(&mut steps, &wt, Some(index), Action::Tick { ticks: t });
-                            left -= t;
-                        }
-                        _ => match urgent(target, &wt) {
-                            Some(u) if rounds < CATCH_UP => {
-                                target.apply(&mut wt, &u, &mut Log::off());
-                                push(&mut steps, &wt, None, u);
-                                rounds += 1;
-                            }
-                            _ => {
-                                parted_at = Some(index);
-                                break 'schedule;
-                            }
-                        },
+        let mut rounds = 0;
+        loop {
+            // The target's own deadlines come first.
+            if let Some(d) = target.deadline(&st)
+                && d < *at
+            {
+                match own_step(target, &st, d.max(st.now)) {
+                    Some((u, n)) if rounds < CATCH_UP => {
+                        st = n;
+                        push(&mut steps, &st, None, u);
+                        rounds += 1;
+                        continue;
+                    }
+                    _ => {
+                        parted_at = Some(index);
+                        break 'schedule;
                     }
                 }
             }
-            _ => {
-                let mut rounds = 0;
-                loop {
-                    if let Some(c) = counterpart(target, &wt, a) {
-                        target.apply(&mut wt, &c, &mut Log::off());
-                        push(&mut steps, &wt, Some(index), c);
-                        break;
-                    }
-                    match urgent(target, &wt) {
-                        Some(u) if rounds < CATCH_UP => {
-                            target.apply(&mut wt, &u, &mut Log::off());
-                            push(&mut steps, &wt, None, u);
-                            rounds += 1;
-                        }
-                        _ => {
-                            parted_at = Some(index);
-                            break 'schedule;
-                        }
-                    }
+            if let Some(c) = counterpart(&st.world, a)
+                && let Ok(n) = target.cstep(&st, &c, *at, &mut Log::off())
+            {
+                st = n;
+                push(&mut steps, &st, Some(index), c);
+                break;
+            }
+            match own_step(target, &st, *at) {
+                Some((u, n)) if rounds < CATCH_UP => {
+                    st = n;
+                    push(&mut steps, &st, None, u);
+                    rounds += 1;
+                }
+                _ => {
+                    parted_at = Some(index);
+                    break 'schedule;
                 }
             }
         }

@@ -1,22 +1,33 @@
 //! Readable snapshots of the world for trace files and renderers.
 
+use crate::engine::concrete::CState;
+use crate::engine::solve::Rational;
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::redis::op_text;
-use crate::world::{Body, Phase, Role, Status, Ttl, WdState, World};
+use crate::world::{Body, Phase, Role, Status, WaitKind, WdState, World};
 use locklab_traces::{
     ClientView, EntryView, MessageView, Participant, ResourceView, ServerView, StateView,
 };
 
-fn phase_text(m: &LockModel, w: &World, i: usize) -> String {
+/// A duration in ms (for views).
+fn ms(r: Rational) -> f64 {
+    r.to_ms()
+}
+
+fn phase_text(m: &LockModel, s: &CState, i: usize) -> String {
+    let w = &s.world;
     let c = &w.clients[i];
     if !c.alive {
         return "crashed".into();
     }
-    let t = |x: Option<crate::world::Ticks>| x.map(|t| t.to_string()).unwrap_or_else(|| "-".into());
+    let waited = c
+        .wait
+        .map(|wt| crate::units::show_rational(s.read(wt.clk, s.now)))
+        .unwrap_or_default();
     match c.phase {
-        Phase::Idle if c.round == 0 && c.timer == Some(0) => "starting".into(),
-        Phase::Idle => format!("waiting to retry (in {})", t(c.timer)),
+        Phase::Idle if c.wait.is_some_and(|w| w.kind == WaitKind::Start) => "starting".into(),
+        Phase::Idle => format!("backing off before a retry (for {waited})"),
         Phase::Acquire(k) => {
             if m.proto.service() == Service::Instances && !c.votes.is_empty() {
                 let yes = c
@@ -29,11 +40,9 @@ fn phase_text(m: &LockModel, w: &World, i: usize) -> String {
                 format!("acquiring (step {})", k + 1)
             }
         }
-        Phase::Work => match c.timer {
-            Some(left) => format!("in critical section (work left {left})"),
-            // Under open timing the environment decides when work ends.
-            None if m.params.open_timing => "in critical section (working)".into(),
-            None => "in critical section (slow)".into(),
+        Phase::Work => match c.wait.map(|w| w.kind) {
+            Some(WaitKind::Slow) => format!("in critical section (slow, working for {waited})"),
+            _ => format!("in critical section (working for {waited})"),
         },
         Phase::Write => "in critical section (write due)".into(),
         Phase::Leave => "leaving critical section".into(),
@@ -78,7 +87,8 @@ pub fn participants(m: &LockModel, w: &World) -> Vec<Participant> {
     v
 }
 
-pub fn message(w: &World, m: &crate::world::Msg) -> MessageView {
+pub fn message(s: &CState, m: &crate::world::Msg) -> MessageView {
+    let w = &s.world;
     let mut text = w.msg_text(m);
     if m.chan == crate::world::Chan::Watchdog {
         text = format!("{text} (watchdog)");
@@ -92,13 +102,8 @@ pub fn message(w: &World, m: &crate::world::Msg) -> MessageView {
         from: w.node_name(m.from),
         to: w.node_name(m.to),
         text,
-        held: m.held.map(|h| {
-            if h == crate::world::OPEN {
-                u64::MAX
-            } else {
-                h as u64
-            }
-        }),
+        held: m.held,
+        age: ms(s.read(m.clk, s.now)),
     }
 }
 
@@ -123,8 +128,8 @@ impl Clocks {
     pub fn record(&mut self, a: &crate::action::Action) {
         if let crate::action::Action::ClockJump { node, by } = *a {
             match node {
-                crate::world::Node::Client(c) => self.clients[c as usize] += by as i64,
-                crate::world::Node::Redis(s) => self.servers[s as usize] += by as i64,
+                crate::world::Node::Client(c) => self.clients[c as usize] += by,
+                crate::world::Node::Redis(s) => self.servers[s as usize] += by,
                 crate::world::Node::Service => {}
             }
         }
@@ -132,7 +137,9 @@ impl Clocks {
 }
 
 /// The world `w` at true time `time`, in readable form.
-pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
+pub fn view(m: &LockModel, s: &CState, clocks: &Clocks) -> StateView {
+    let w = &s.world;
+    let age = |c: crate::time::Clk| s.read(c, s.now);
     let clients = w
         .clients
         .iter()
@@ -141,27 +148,27 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
             let has_value = !matches!(c.phase, Phase::Done) && c.alive;
             ClientView {
                 id: w.client_name(i as u8),
-                phase: phase_text(m, w, i),
+                phase: phase_text(m, s, i),
                 holds: c.holds(),
                 alive: c.alive,
-                paused: c.paused.map(|p| {
-                    if p == crate::world::OPEN {
-                        u64::MAX
-                    } else {
-                        p as u64
-                    }
-                }),
+                paused: c.paused.map(|p| ms(age(p))),
                 value: has_value.then(|| c.val(i as u8).text()),
                 token: c.token.map(|t| t as u64),
                 read: c.read.map(|r| r as u64),
-                believed_lease: (m.proto.checks_validity() && c.holds())
-                    .then_some(c.validity as i64),
-                clock_offset: clocks.clients.get(i).copied().unwrap_or(0),
+                believed_lease: match (m.proto.checks_validity() && c.holds(), c.t1) {
+                    (true, Some(t1)) => Some(ms(Rational::integer(
+                        m.params.ttl - m.params.drift_allowance() - c.t1_shift,
+                    ) - age(t1))),
+                    _ => None,
+                },
+                clock_offset: clocks.clients.get(i).copied().unwrap_or(0) as f64 / 1000.0,
                 watchdog: c.wd.map(|d| match d.state {
-                    WdState::Sleeping(k) => format!("renews {} in {k}", d.val.text()),
-                    WdState::Waiting(k) => {
-                        format!("renewal of {} in flight (gives up in {k})", d.val.text())
-                    }
+                    WdState::Sleeping => format!(
+                        "renews {} every {}",
+                        d.val.text(),
+                        crate::units::show(m.params.renew_every)
+                    ),
+                    WdState::Waiting => format!("renewal of {} in flight", d.val.text()),
                 }),
                 acquisitions_done: c.round as u32,
             }
@@ -171,24 +178,25 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
         .redis
         .iter()
         .enumerate()
-        .map(|(i, s)| {
+        .map(|(i, n)| {
             let mut entries = Vec::new();
-            if let Some(e) = s.lock {
+            if let Some(e) = n.lock {
+                let left = e
+                    .exp
+                    .ttl
+                    .map(|t| Rational::integer(t - e.exp.shift) - age(e.exp.since));
                 entries.push(EntryView {
                     key: "lock".into(),
                     value: e.val.text(),
                     owner: Some(w.client_name(e.val.client)),
-                    ttl: match e.ttl {
-                        Ttl::Never => None,
-                        Ttl::Left(t) => Some(t as i64),
-                    },
-                    expired: !e.live(),
+                    ttl: left.map(ms),
+                    expired: left.is_some_and(|l| l < Rational::ZERO),
                 });
             }
-            if s.counter > 0 {
+            if n.counter > 0 {
                 entries.push(EntryView {
                     key: "token".into(),
-                    value: s.counter.to_string(),
+                    value: n.counter.to_string(),
                     owner: None,
                     ttl: None,
                     expired: false,
@@ -196,19 +204,24 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
             }
             ServerView {
                 id: w.server_name(i as u8),
-                role: match (m.proto.service(), s.role) {
+                role: match (m.proto.service(), n.role) {
                     (Service::Instances, _) => "instance".into(),
                     (_, Role::Primary) => "primary".into(),
                     (_, Role::Replica) => "replica".into(),
                 },
-                status: match s.status {
+                status: match n.status {
                     Status::Up => "up".into(),
-                    Status::Down(k) => format!("down ({k} ticks left)"),
+                    Status::Down(k) => format!(
+                        "down ({} left)",
+                        crate::units::show_rational(
+                            Rational::integer(m.params.down_for()) - age(k)
+                        )
+                    ),
                     Status::Dead => "dead".into(),
                 },
-                clock_offset: clocks.servers.get(i).copied().unwrap_or(0),
+                clock_offset: clocks.servers.get(i).copied().unwrap_or(0) as f64 / 1000.0,
                 entries,
-                unreplicated: s.backlog.iter().map(|op| op_text(*op)).collect(),
+                unreplicated: n.backlog.iter().map(|op| op_text(op.kind)).collect(),
                 watches: Vec::new(),
             }
         })
@@ -216,7 +229,14 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
     let mut servers: Vec<ServerView> = servers;
     if m.proto.service() == Service::Consensus {
         let c = &w.coord;
-        let session_ttl = |owner: u8| c.sessions.get(owner as usize).copied().flatten();
+        let ttl = m.params.ttl;
+        let session_ttl = |owner: u8| {
+            c.sessions
+                .get(owner as usize)
+                .copied()
+                .flatten()
+                .map(|k| ms(Rational::integer(ttl) - age(k)))
+        };
         let mut entries: Vec<EntryView> = c
             .entries
             .iter()
@@ -224,17 +244,17 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
                 key: "lock".into(),
                 value: format!("{} #{}", w.client_name(e.owner), e.rev),
                 owner: Some(w.client_name(e.owner)),
-                ttl: session_ttl(e.owner).map(|t| t as i64),
+                ttl: session_ttl(e.owner),
                 expired: false,
             })
             .collect();
-        for (i, s) in c.sessions.iter().enumerate() {
-            if let Some(t) = s {
+        for (i, k) in c.sessions.iter().enumerate() {
+            if k.is_some() {
                 entries.push(EntryView {
                     key: "session".into(),
                     value: w.client_name(i as u8),
                     owner: Some(w.client_name(i as u8)),
-                    ttl: Some(*t as i64),
+                    ttl: session_ttl(i as u8),
                     expired: false,
                 });
             }
@@ -250,7 +270,7 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
             id: "service".into(),
             role: "leader".into(),
             status: "up".into(),
-            clock_offset: 0,
+            clock_offset: 0.0,
             entries,
             unreplicated: Vec::new(),
             watches: c
@@ -261,7 +281,7 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
         });
     }
     StateView {
-        time,
+        time: ms(s.now),
         clients,
         servers,
         resource: ResourceView {
@@ -269,7 +289,7 @@ pub fn view(m: &LockModel, w: &World, time: u64, clocks: &Clocks) -> StateView {
             accepted_writes: w.resource.accepted as u64,
             max_token: w.resource.max_token.map(|t| t as u64),
         },
-        network: w.net.iter().map(|msg| message(w, msg)).collect(),
+        network: w.net.iter().map(|msg| message(s, msg)).collect(),
         faults_left: crate::faults::FaultKind::ALL
             .into_iter()
             .filter(|k| m.params.faults.get(*k) > 0)

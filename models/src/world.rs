@@ -2,30 +2,13 @@
 //! messages in flight, the resource, the remaining fault budgets and the
 //! ghost facts the invariants read.
 //!
-//! The state holds no absolute time. Every timer is relative (ticks left),
-//! so the state space is finite without a time horizon; a trace recovers
-//! true time by adding up its `Tick` steps.
+//! The state holds no time at all. Everything that waits for time holds a
+//! clock handle ([`Clk`]); the engine that drives the model keeps the
+//! clocks' values (a zone of them, or one value each). So the state space
+//! is finite with no time horizon, and exact for every real-valued timing.
 
 use crate::faults::Budgets;
-
-/// A duration or timer, in ticks. The checker uses small tick counts (one
-/// tick = 5 s of the article's world); the simulator runs the same rules
-/// with one tick = 1 ms.
-pub type Ticks = u32;
-/// A signed number of ticks (clock offsets, relative expiries).
-pub type STicks = i32;
-
-/// A pause or delay with no bound: it lasts until the environment ends it.
-pub const OPEN: Ticks = Ticks::MAX;
-
-/// `n` ticks off a pause or delay counter; `None` once it is over.
-pub fn count_down(k: Ticks, n: Ticks) -> Option<Ticks> {
-    match k {
-        OPEN => Some(OPEN),
-        k if k <= n => None,
-        k => Some(k - n),
-    }
-}
+pub use crate::time::{Clk, Micros};
 use locklab_traces::{Event, EventKind};
 use serde::{Deserialize, Serialize};
 
@@ -69,11 +52,11 @@ pub enum Chan {
 #[serde(rename_all = "kebab-case", tag = "cmd")]
 pub enum Cmd {
     /// `SET lock v NX PX ttl`
-    SetNxPx { val: Val, ttl: Ticks },
+    SetNxPx { val: Val, ttl: Micros },
     /// `SETNX lock v`
     SetNx { val: Val },
     /// `EXPIRE lock ttl`
-    Expire { ttl: Ticks },
+    Expire { ttl: Micros },
     /// `GET lock`
     Get,
     /// `DEL lock`
@@ -81,11 +64,11 @@ pub enum Cmd {
     /// `EVAL "if GET==v then DEL"` (compare-and-delete)
     Cad { val: Val },
     /// `EVAL "if GET==v then PEXPIRE ttl"` (checked renewal)
-    Renew { val: Val, ttl: Ticks },
+    Renew { val: Val, ttl: Micros },
     /// `PEXPIRE lock ttl` (unchecked renewal)
-    PExpire { ttl: Ticks },
+    PExpire { ttl: Micros },
     /// `EVAL "if SET NX PX ok then return INCR token"` (fenced acquire)
-    FencedSet { val: Val, ttl: Ticks },
+    FencedSet { val: Val, ttl: Micros },
     /// Consensus service: open a session (ZooKeeper connect, etcd
     /// `LeaseGrant`).
     Open,
@@ -109,21 +92,26 @@ pub enum Cmd {
     Remove { rev: u16 },
 }
 
+/// A TTL as Redis takes it after `PX`: whole milliseconds.
+fn ms(t: Micros) -> i64 {
+    t / crate::time::MS
+}
+
 impl Cmd {
     pub fn text(self) -> String {
         match self {
-            Cmd::SetNxPx { val, ttl } => format!("SET lock {} NX PX {ttl}", val.text()),
+            Cmd::SetNxPx { val, ttl } => format!("SET lock {} NX PX {}", val.text(), ms(ttl)),
             Cmd::SetNx { val } => format!("SETNX lock {}", val.text()),
-            Cmd::Expire { ttl } => format!("EXPIRE lock {ttl}"),
+            Cmd::Expire { ttl } => format!("EXPIRE lock {}", ttl / crate::time::SEC),
             Cmd::Get => "GET lock".into(),
             Cmd::Del => "DEL lock".into(),
             Cmd::Cad { val } => format!("EVAL compare-and-delete lock {}", val.text()),
             Cmd::Renew { val, ttl } => {
-                format!("EVAL compare-and-PEXPIRE lock {} {ttl}", val.text())
+                format!("EVAL compare-and-PEXPIRE lock {} {}", val.text(), ms(ttl))
             }
-            Cmd::PExpire { ttl } => format!("PEXPIRE lock {ttl}"),
+            Cmd::PExpire { ttl } => format!("PEXPIRE lock {}", ms(ttl)),
             Cmd::FencedSet { val, ttl } => {
-                format!("EVAL SET lock {} NX PX {ttl} + INCR token", val.text())
+                format!("EVAL SET lock {} NX PX {} + INCR token", val.text(), ms(ttl))
             }
             Cmd::Open => "open session / grant lease".into(),
             Cmd::Lock { .. } => "LOCK".into(),
@@ -223,42 +211,43 @@ pub struct Msg {
     #[serde(default)]
     pub seq: u8,
     pub body: Body,
-    /// `Some(n)`: a delay fault holds it back for at most `n` more ticks
-    /// (`OPEN`: no bound). It may still arrive earlier; it just no longer
-    /// forces time to wait for it.
-    pub held: Option<Ticks>,
+    /// A delay fault holds it back past the longest normal latency (up to
+    /// `--delay-max` more, or without bound).
+    pub held: bool,
+    /// It should have arrived already but could not (its receiver was
+    /// paused, or an older message on its connection was held back): it
+    /// arrives as soon as it can, its clock re-armed when it became free.
+    pub late: bool,
+    /// A reply to a client that reads several replies together (Redlock):
+    /// it has reached the client's socket buffer and waits to be read.
+    pub arrived: bool,
     /// The sender gave up on this request (timed out and closed the
     /// connection, or crashed): it still runs on the server, but its reply
     /// goes nowhere.
     pub orphan: bool,
+    /// Time since it was sent (or re-armed, when `late`).
+    pub clk: Clk,
 }
 
-/// A key's expiry, relative to now on its server's clock.
+/// A key's expiry: `expire_at = the server's wall clock at \`since\` + ttl`.
+/// The key is live while the server's wall clock reads at most
+/// `expire_at` (Redis `keyIsExpired`: `now > when` is expired), that is
+/// while the real time since `since` is at most `ttl - shift`, where
+/// `shift` is how far the judging server's wall clock has jumped forward
+/// (relative to the clock that fixed `expire_at`) since then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ttl {
-    /// No expiry (`SETNX` without `EXPIRE`).
-    Never,
-    /// Ticks until `expire_at`. The key is live while this is `>= 0`: Redis
-    /// still serves a key when `now == expire_at`. Only replicas keep
-    /// negative values (they never expire keys themselves).
-    Left(STicks),
+pub struct Expiry {
+    /// `None`: no expiry (`SETNX` without `EXPIRE`).
+    pub ttl: Option<Micros>,
+    pub shift: Micros,
+    pub since: Clk,
 }
 
 /// The lock key's value and expiry on one server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Entry {
     pub val: Val,
-    pub ttl: Ttl,
-}
-
-impl Entry {
-    pub fn live(&self) -> bool {
-        match self.ttl {
-            Ttl::Never => true,
-            Ttl::Left(t) => t >= 0,
-        }
-    }
+    pub exp: Expiry,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -274,24 +263,32 @@ pub enum Role {
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Up,
-    /// Restarting: unavailable for this many more ticks.
-    Down(Ticks),
+    /// Restarting (a delayed restart): down since the clock's reset.
+    Down(Clk),
     /// Failed over: gone for good.
     Dead,
 }
 
 /// One write of the primary's replication stream, not yet applied by the
-/// replica. Expiries travel as absolute times (Redis 7 sends `PXAT`), kept
-/// here relative to the replica's clock.
+/// replica. Expiries travel as absolute times (Redis 7 sends `PXAT`):
+/// `shift` converts them to the replica's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ReplOp {
-    Set(Entry),
+pub enum ReplKind {
+    Set(Val),
     Del,
-    Expire(Ttl),
+    Expire,
     /// A fenced acquire script's effects, `SET` and `INCR token`: Redis 7
     /// ships a script's writes to replicas as one `MULTI`/`EXEC`.
-    SetAndIncr(Entry),
+    SetAndIncr(Val),
+}
+
+/// A replicated write and the expiry it carries; `exp.since` is the time
+/// since the primary ran it (it also times the replication link).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ReplOp {
+    pub kind: ReplKind,
+    pub exp: Expiry,
 }
 
 /// One Redis server.
@@ -304,9 +301,9 @@ pub struct RedisNode {
     pub counter: u16,
     /// Offset of this server's wall clock from true time. Kept only where it
     /// changes behaviour (a replicated pair converts absolute expiries
-    /// between clocks); elsewhere a jump's effect is already in the relative
-    /// TTLs, and traces recover offsets from their clock-jump steps.
-    pub clock: STicks,
+    /// between clocks); elsewhere a jump's effect is already in the keys'
+    /// shifts, and traces recover offsets from their clock-jump steps.
+    pub clock: Micros,
     /// Replication stream waiting for the replica (primary only).
     pub backlog: Vec<ReplOp>,
 }
@@ -334,31 +331,65 @@ impl RedisNode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "phase", content = "step")]
 pub enum Phase {
-    /// Waiting to (re)start an acquisition; the timer says when.
+    /// Waiting to (re)start an acquisition.
     Idle,
-    /// Acquiring; the protocol's step number; the timer is the request timeout.
+    /// Acquiring; the protocol's step number; waiting for a reply or the
+    /// request timeout.
     Acquire(u8),
-    /// In the critical section: read done, working. Timer = work left, or
-    /// `None` when a `slow` fault made the work open-ended.
+    /// In the critical section: read done, working.
     Work,
     /// Validity checked, the write is due (only for protocols that check).
     Write,
     /// Critical section over; the release is due.
     Leave,
-    /// Releasing; the protocol's step number; the timer is the request timeout.
+    /// Releasing; the protocol's step number; waiting for a reply or the
+    /// request timeout.
     Release(u8),
     /// All acquisitions done.
     Done,
 }
 
-/// The watchdog's renewal timer (monotonic: clock jumps do not move it).
+/// What a thread's next step waits for. Its window (when the step may and
+/// must happen, on the wait's clock) follows from the kind and the model's
+/// timing parameters (`LockModel::window`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitKind {
+    /// The first start: whenever the client likes.
+    Start,
+    /// A backoff before retrying: any time from `--retry` on.
+    Backoff,
+    /// A reply, or else the request timeout.
+    Reply,
+    /// The critical section's work: done within `--work`.
+    Work,
+    /// Work turned slow by a fault: done at some time past its minimum.
+    Slow,
+    /// A step is due now (a decision, the write, the release): within one
+    /// client step.
+    Step,
+    /// Watchdog: the next renewal, `--renew-every` after the last.
+    Renewal,
+}
+
+/// A pending step of a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Wait {
+    pub kind: WaitKind,
+    /// The process was paused past the end of this wait's window: the step
+    /// is due within one client step of the resume (`clk` re-armed then).
+    pub late: bool,
+    pub clk: Clk,
+}
+
+/// The watchdog's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WdState {
-    /// Next renewal in this many ticks.
-    Sleeping(Ticks),
-    /// A renewal is in flight; gives up after this many ticks.
-    Waiting(Ticks),
+    /// Waiting for the next renewal time.
+    Sleeping,
+    /// A renewal is in flight; gives up at the request timeout.
+    Waiting,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -366,6 +397,7 @@ pub struct Watchdog {
     /// The lock value it keeps alive.
     pub val: Val,
     pub state: WdState,
+    pub wait: Wait,
     /// Renewals sent so far (only counted when a renewal cap is set).
     pub renewals: u32,
 }
@@ -384,12 +416,11 @@ pub enum Vote {
 pub struct Client {
     /// The business thread is alive (false after a crash).
     pub alive: bool,
-    /// `Some(n)`: the whole process is frozen for at most `n` more ticks
-    /// (`OPEN`: until the environment lets it resume).
-    pub paused: Option<Ticks>,
+    /// `Some(c)`: the whole process is frozen, since `c` was reset.
+    pub paused: Option<Clk>,
     pub phase: Phase,
-    /// The business thread's one timer; `Some(0)` = a step is due now.
-    pub timer: Option<Ticks>,
+    /// The business thread's next step.
+    pub wait: Option<Wait>,
     /// Acquisitions completed.
     pub round: u8,
     /// The resource value read in this critical section.
@@ -399,26 +430,31 @@ pub struct Client {
     pub wd: Option<Watchdog>,
     /// Redlock: per-instance votes of the current attempt.
     pub votes: Vec<Vote>,
-    /// Redlock: ticks since T1 by this client's wall clock.
-    pub elapsed: STicks,
-    /// Redlock: validity left by this client's wall clock while it holds.
-    pub validity: STicks,
+    /// Redlock: T1, the start of the current attempt (and hold), and how
+    /// far the client's wall clock has jumped forward since.
+    pub t1: Option<Clk>,
+    pub t1_shift: Micros,
 }
 
 impl Client {
-    pub fn new() -> Client {
+    /// A client about to start, its start clock `clk`.
+    pub fn new(clk: Clk) -> Client {
         Client {
             alive: true,
             paused: None,
             phase: Phase::Idle,
-            timer: Some(0),
+            wait: Some(Wait {
+                kind: WaitKind::Start,
+                late: false,
+                clk,
+            }),
             round: 0,
             read: None,
             token: None,
             wd: None,
             votes: Vec::new(),
-            elapsed: 0,
-            validity: 0,
+            t1: None,
+            t1_shift: 0,
         }
     }
 
@@ -435,17 +471,12 @@ impl Client {
         self.alive && matches!(self.phase, Phase::Work | Phase::Write)
     }
 
-    /// Its business thread has a step due now.
-    pub fn step_due(&self) -> bool {
-        self.alive && self.paused.is_none() && self.phase != Phase::Done && self.timer == Some(0)
+    /// Its business thread can take a step (not paused, not dead, not done).
+    pub fn runs(&self) -> bool {
+        self.alive && self.paused.is_none() && self.phase != Phase::Done
     }
 }
 
-impl Default for Client {
-    fn default() -> Self {
-        Client::new()
-    }
-}
 
 /// The protected resource: a counter every critical section increments by
 /// read-modify-write, and the highest fencing token it has seen.
@@ -498,9 +529,10 @@ pub struct CoordEntry {
 pub struct Coord {
     /// Revision / zxid: bumped by every change.
     pub rev: u16,
-    /// Per client: its session's (lease's) time left before the service
-    /// expires it; `None` = no session. Alive while `>= 0`.
-    pub sessions: Vec<Option<STicks>>,
+    /// Per client: the time since the service last heard its session's
+    /// (lease's) keepalive; `None` = no session. The service expires it
+    /// once that reaches the TTL.
+    pub sessions: Vec<Option<Clk>>,
     /// Lock entries, in creation order.
     pub entries: Vec<CoordEntry>,
     /// Watches set: (watcher, watched entry's rev).
@@ -664,6 +696,48 @@ impl World {
         }
     }
 
+    /// Every clock handle in the world, in a fixed order that depends only
+    /// on the discrete state, with what the clock times. The engines lay
+    /// clocks out in this order after every step, so equal discrete states
+    /// use equal layouts.
+    pub fn clocks_mut(&mut self, f: &mut dyn FnMut(&mut Clk, ClockRole)) {
+        for n in self.redis.iter_mut() {
+            if let Some(e) = &mut n.lock {
+                f(&mut e.exp.since, ClockRole::Key);
+            }
+            for op in n.backlog.iter_mut() {
+                f(&mut op.exp.since, ClockRole::Replication);
+            }
+            if let Status::Down(c) = &mut n.status {
+                f(c, ClockRole::Down);
+            }
+        }
+        for c in self.coord.sessions.iter_mut().flatten() {
+            f(c, ClockRole::Session);
+        }
+        for cl in self.clients.iter_mut() {
+            if let Some(p) = &mut cl.paused {
+                f(p, ClockRole::Pause);
+            }
+            if let Some(w) = &mut cl.wait {
+                f(&mut w.clk, ClockRole::Wait(w.kind));
+            }
+            if let Some(wd) = &mut cl.wd {
+                f(&mut wd.wait.clk, ClockRole::Wait(wd.wait.kind));
+            }
+            if let Some(t) = &mut cl.t1 {
+                f(t, ClockRole::T1);
+            }
+        }
+        for m in self.net.iter_mut() {
+            // A reply that has reached its client's buffer has no window
+            // left: its clock is not kept.
+            if !m.arrived {
+                f(&mut m.clk, ClockRole::Message);
+            }
+        }
+    }
+
     /// Index of the Redis server clients send commands to (the primary).
     pub fn primary(&self) -> u8 {
         self.redis
@@ -711,6 +785,27 @@ impl World {
             Body::Reply(r) => r.text(),
         }
     }
+}
+
+/// What a clock times (decides which constants it is ever compared with).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockRole {
+    /// A key's age on its server.
+    Key,
+    /// A write on the replication stream, since the primary ran it.
+    Replication,
+    /// A delayed restart.
+    Down,
+    /// A session or lease since its last keepalive.
+    Session,
+    /// A pause.
+    Pause,
+    /// A thread's wait.
+    Wait(WaitKind),
+    /// Redlock's T1.
+    T1,
+    /// A message in flight.
+    Message,
 }
 
 /// Whether `a` and `b` travel on the same connection in the same direction.

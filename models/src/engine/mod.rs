@@ -5,3 +5,5 @@
 
 pub mod dbm;
 pub mod solve;
+pub mod concrete;
+pub mod zone;

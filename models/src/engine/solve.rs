@@ -77,6 +77,18 @@ impl Rational {
     }
 
     /// Compare `self` with the integer `c`, exactly.
+    /// This time (µs) in milliseconds, for drawing: rounded to the
+    /// nanosecond first, so equal rationals give equal floats.
+    pub fn to_ms(self) -> f64 {
+        let n = self.num * 1000;
+        let ns = if n >= 0 {
+            (n + self.den / 2) / self.den
+        } else {
+            -((-n + self.den / 2) / self.den)
+        };
+        ns as f64 / 1_000_000.0
+    }
+
     pub fn cmp_int(self, c: i64) -> Ordering {
         let rhs = (c as i128)
             .checked_mul(self.den)

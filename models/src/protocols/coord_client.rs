@@ -5,7 +5,7 @@
 
 use crate::client::Ctx;
 use crate::ev;
-use crate::world::{Chan, Cmd, Node, Phase, Reply, Watchdog, WdState};
+use crate::world::{Chan, Cmd, Node, Phase, Reply, WaitKind, Watchdog, WdState};
 use locklab_traces::EventKind;
 
 /// Acquire step: waiting for the session to open.
@@ -38,12 +38,12 @@ pub fn session_lost(x: &mut Ctx, c: u8) {
 /// Starts client `c`'s heartbeat if it is not running.
 fn start_heartbeat(x: &mut Ctx, c: u8) {
     let val = x.val(c);
-    let every = x.m.params.renew_every;
-    let cl = &mut x.w.clients[c as usize];
-    if cl.wd.is_none() {
-        cl.wd = Some(Watchdog {
+    if x.w.clients[c as usize].wd.is_none() {
+        let wait = x.wait(WaitKind::Renewal);
+        x.w.clients[c as usize].wd = Some(Watchdog {
             val,
-            state: WdState::Sleeping(every),
+            state: WdState::Sleeping,
+            wait,
             renewals: 0,
         });
     }
@@ -60,25 +60,19 @@ pub fn ask(x: &mut Ctx, c: u8, cmd: Cmd, phase: Phase) {
 pub fn wait_for_event(x: &mut Ctx, c: u8, phase: Phase) {
     let cl = &mut x.w.clients[c as usize];
     cl.phase = phase;
-    cl.timer = None;
+    cl.wait = None;
 }
 
 /// The heartbeat timer fired.
 pub fn heartbeat(x: &mut Ctx, c: u8) {
     x.send_to(c, Node::Service, Chan::Watchdog, Cmd::KeepAlive);
-    let t = x.m.params.timeout;
-    if let Some(wd) = &mut x.w.clients[c as usize].wd {
-        wd.state = WdState::Waiting(t);
-    }
+    set_wd(x, c, WdState::Waiting, WaitKind::Reply);
 }
 
 /// The service answered a heartbeat.
 pub fn on_heartbeat(x: &mut Ctx, c: u8, reply: Reply) {
     if reply == Reply::Alive(true) {
-        let every = x.m.params.renew_every;
-        if let Some(wd) = &mut x.w.clients[c as usize].wd {
-            wd.state = WdState::Sleeping(every);
-        }
+        set_wd(x, c, WdState::Sleeping, WaitKind::Renewal);
     } else {
         // etcd's Session.Done() closes, ZooKeeper reports the session
         // expired: the session is gone, and nothing tells the code that
@@ -96,9 +90,18 @@ pub fn on_heartbeat(x: &mut Ctx, c: u8, reply: Reply) {
 
 /// A heartbeat timed out: try again at the next period.
 pub fn on_heartbeat_timeout(x: &mut Ctx, c: u8) {
-    let every = x.m.params.renew_every;
-    if let Some(wd) = &mut x.w.clients[c as usize].wd {
-        wd.state = WdState::Sleeping(every);
+    set_wd(x, c, WdState::Sleeping, WaitKind::Renewal);
+}
+
+/// Client `c`'s renewal agent (watchdog or heartbeat) moves to `state`,
+/// its next step waiting for `kind` from now.
+pub fn set_wd(x: &mut Ctx, c: u8, state: WdState, kind: WaitKind) {
+    if x.w.clients[c as usize].wd.is_some() {
+        let wait = x.wait(kind);
+        if let Some(wd) = &mut x.w.clients[c as usize].wd {
+            wd.state = state;
+            wd.wait = wait;
+        }
     }
 }
 

@@ -26,7 +26,7 @@ use super::{Protocol, Service};
 use crate::client::{Ctx, ignore, take_replies};
 use crate::ev;
 use crate::faults::FaultKind;
-use crate::world::{Chan, Cmd, Phase, Reply, STicks, Vote};
+use crate::world::{Chan, Cmd, Phase, Reply, Vote};
 use locklab_traces::EventKind;
 
 /// Every fault kind applies: Redis instances restart, fail over and jump
@@ -67,36 +67,54 @@ fn unlock_all(x: &mut Ctx, c: u8) {
     }
 }
 
+/// Is the validity still positive by client `c`'s own clock? validity =
+/// TTL − elapsed − drift > 0, elapsed measured since T1 on its wall clock
+/// (so shifted by any jump of that clock since), that is: the real time
+/// since T1 is below TTL − drift − shift.
+fn valid(x: &mut Ctx, c: u8) -> bool {
+    let cl = &x.w.clients[c as usize];
+    let Some(t1) = cl.t1 else { return false };
+    let bound = x.m.params.ttl - x.m.params.drift_allowance() - cl.t1_shift;
+    x.t.ask(t1, bound, true)
+}
+
 /// Every vote is in (or timed out): acquired, or unlock everything and retry.
 fn decide(x: &mut Ctx, c: u8) {
-    let p = &x.m.params;
-    let cl = &x.w.clients[c as usize];
-    let yes = cl.votes.iter().filter(|v| **v == Vote::Yes).count();
-    let validity = p.ttl as STicks - cl.elapsed - p.drift as STicks;
-    let (n, q, elapsed) = (cl.votes.len(), p.quorum as usize, cl.elapsed);
-    {
-        let cl = &mut x.w.clients[c as usize];
-        cl.votes.clear();
-        cl.elapsed = 0;
-    }
-    if yes >= q && validity > 0 {
+    let q = x.m.params.quorum as usize;
+    let (yes, n) = {
+        let cl = &x.w.clients[c as usize];
+        (
+            cl.votes.iter().filter(|v| **v == Vote::Yes).count(),
+            cl.votes.len(),
+        )
+    };
+    x.w.clients[c as usize].votes.clear();
+    let in_time = yes >= q && valid(x, c);
+    let allowance = crate::units::show(x.m.params.drift_allowance());
+    if in_time {
         ev!(
             x.log,
             EventKind::Note,
             x.w.client_name(c),
             None,
-            "{yes} of {n} instances said OK (quorum {q}); elapsed {elapsed} by its clock, validity {validity}"
+            "{yes} of {n} instances said OK (quorum {q}), in time by its own clock (validity = TTL - elapsed - {allowance} > 0)"
         );
-        x.w.clients[c as usize].validity = validity;
         x.enter_cs(c, None);
     } else {
+        let why = if yes >= q {
+            "validity used up by its own clock".to_string()
+        } else {
+            format!("{yes} of {n} OK (quorum {q})")
+        };
         ev!(
             x.log,
             EventKind::Retry,
             x.w.client_name(c),
             None,
-            "fails: {yes} of {n} OK (quorum {q}), elapsed {elapsed}, validity {validity}; unlocks every instance"
+            "fails: {why}; unlocks every instance"
         );
+        x.w.clients[c as usize].t1 = None;
+        x.w.clients[c as usize].t1_shift = 0;
         unlock_all(x, c);
         x.retry(c, "the attempt failed");
     }
@@ -126,7 +144,9 @@ impl Protocol for Redlock {
     }
     fn start_acquire(&self, x: &mut Ctx, c: u8) {
         // T1: elapsed counts from here, on the client's wall clock.
-        x.w.clients[c as usize].elapsed = 0;
+        let t1 = x.t.reset();
+        x.w.clients[c as usize].t1 = Some(t1);
+        x.w.clients[c as usize].t1_shift = 0;
         if !ask_all(x, c) {
             decide(x, c);
         }
@@ -163,32 +183,27 @@ impl Protocol for Redlock {
         self.gather(x, c);
     }
     fn start_release(&self, x: &mut Ctx, c: u8) {
-        x.w.clients[c as usize].validity = 0;
         unlock_all(x, c);
         x.finish_round(c);
     }
     fn check_before_write(&self, x: &mut Ctx, c: u8) {
-        let v = x.w.clients[c as usize].validity;
-        if v > 0 {
+        if valid(x, c) {
             ev!(
                 x.log,
                 EventKind::Note,
                 x.w.client_name(c),
                 None,
-                "checks its validity: {v} left by its own clock; the write comes next"
+                "checks its validity: still positive by its own clock; the write comes next"
             );
-            let cl = &mut x.w.clients[c as usize];
-            cl.phase = Phase::Write;
-            cl.timer = Some(0);
+            x.due(c, Phase::Write);
         } else {
             ev!(
                 x.log,
                 EventKind::Note,
                 x.w.client_name(c),
                 None,
-                "checks its validity: expired by its own clock; abandons the write"
+                "checks its validity: used up by its own clock; abandons the write"
             );
-            x.w.clients[c as usize].validity = 0;
             x.leave(c);
         }
     }

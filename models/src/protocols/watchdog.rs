@@ -19,7 +19,8 @@ use super::{Protocol, Renewal, Service, redis_client as rc};
 use crate::client::{Ctx, ignore};
 use crate::ev;
 use crate::faults::FaultKind;
-use crate::world::{Chan, Cmd, Phase, Reply, WdState};
+use crate::world::{Chan, Cmd, Phase, Reply, WaitKind, WdState};
+use super::coord_client::set_wd;
 use locklab_traces::EventKind;
 
 /// Faults a single Redis with watchdog clients can suffer.
@@ -40,16 +41,16 @@ pub fn renew(x: &mut Ctx, c: u8) {
     };
     let s = x.w.primary();
     x.send(c, s, Chan::Watchdog, cmd);
-    wd.state = WdState::Waiting(x.m.params.timeout);
     if x.m.params.renew_cap.is_some() {
         wd.renewals += 1;
     }
     x.w.clients[c as usize].wd = Some(wd);
+    set_wd(x, c, WdState::Waiting, WaitKind::Reply);
 }
 
 /// A renewal reply arrived.
 pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
-    let Some(mut wd) = x.w.clients[c as usize].wd else {
+    let Some(wd) = x.w.clients[c as usize].wd else {
         return ignore(x, c, reply);
     };
     if reply != Reply::Int(1) {
@@ -67,7 +68,7 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
     let capped =
         x.m.params
             .renew_cap
-            .is_some_and(|cap| wd.renewals as u64 * every as u64 >= cap as u64);
+            .is_some_and(|cap| wd.renewals as i128 * every as i128 >= cap as i128);
     if capped {
         x.w.clients[c as usize].wd = None;
         ev!(
@@ -78,14 +79,14 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
             "renewed; the renewal cap is reached, the watchdog stops"
         );
     } else {
-        wd.state = WdState::Sleeping(every);
-        x.w.clients[c as usize].wd = Some(wd);
+        set_wd(x, c, WdState::Sleeping, WaitKind::Renewal);
         ev!(
             x.log,
             EventKind::Renew,
             x.w.client_name(c),
             None,
-            "renewed; next renewal in {every}"
+            "renewed; next renewal in {}",
+            crate::units::show(every)
         );
     }
 }
@@ -93,15 +94,14 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
 /// A renewal timed out: try again at the next period.
 pub fn on_renew_timeout(x: &mut Ctx, c: u8) {
     let every = x.m.params.renew_every;
-    if let Some(wd) = &mut x.w.clients[c as usize].wd {
-        wd.state = WdState::Sleeping(every);
-    }
+    set_wd(x, c, WdState::Sleeping, WaitKind::Renewal);
     ev!(
         x.log,
         EventKind::Renew,
         x.w.client_name(c),
         None,
-        "renewal timed out; retries in {every}"
+        "renewal timed out; retries in {}",
+        crate::units::show(every)
     );
 }
 

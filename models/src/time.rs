@@ -1,0 +1,143 @@
+//! Time as the world sees it: exact, dense, in microseconds.
+//!
+//! The discrete world never holds a time. It holds *clock handles* ([`Clk`]):
+//! each names a clock that measures the real time elapsed since some event
+//! (a message was sent, a key was set, a timer was armed). Which values the
+//! clocks may take is the business of an engine: the zone engine keeps a
+//! zone over them (every real-valued timing at once), the concrete engine
+//! keeps one time per clock (the simulator, the replayer, trace validation).
+//!
+//! A rule that needs time does one of three things, through [`TimeCtx`]:
+//!
+//! * **arm a clock**: `reset()` gives a fresh handle that reads 0 now;
+//!   `copy(c)` a fresh handle that reads what `c` reads;
+//! * **ask a timing question** at the instant of the step: `le(c, b)` is
+//!   "does `c` read at most `b` now?" (a Redis key is live while its age is
+//!   at most its TTL; a Redlock validity is still positive while its elapsed
+//!   time is below a bound). The zone engine answers both ways where the
+//!   zone allows both, and keeps the constraint each answer implies; the
+//!   concrete engine reads the clock;
+//! * nothing else: when a step may or must happen is declared apart from
+//!   the rules, as a *window* per pending event (see `model::windows`).
+
+use serde::{Deserialize, Serialize};
+
+/// A duration or a constant of the model, in microseconds.
+pub type Micros = i64;
+
+/// Microseconds in one millisecond and one second.
+pub const MS: Micros = 1_000;
+pub const SEC: Micros = 1_000_000;
+
+/// A clock of the world: the real time elapsed since the event that reset
+/// it. Handles are positions in the state's clock layout (0 is the
+/// reference clock, which always reads 0, and never appears in a world).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Clk(pub u8);
+
+/// A fresh clock made by a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fresh {
+    /// Reads 0 at the step.
+    Zero,
+    /// Reads what this clock reads.
+    Copy(Clk),
+}
+
+/// A timing question asked during a step, and the answer taken: `yes`
+/// means `clk ≤ bound` (or `< bound` when `strict`), `no` the complement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ask {
+    pub clk: Clk,
+    pub bound: Micros,
+    pub strict: bool,
+    pub yes: bool,
+}
+
+/// How a step's timing questions are answered.
+pub enum Answers<'a> {
+    /// Symbolic: answers follow `script`, then "yes"; the engine explores
+    /// every answer sequence the zone allows.
+    Script(&'a [bool]),
+    /// Concrete: each clock's value now, by handle (index 0 unused).
+    Values(&'a [crate::engine::solve::Rational]),
+}
+
+/// What a step does to time: the clocks it arms and the questions it asks.
+pub struct TimeCtx<'a> {
+    /// Clocks in the layout before the step: fresh handles come after.
+    base: u8,
+    pub fresh: Vec<Fresh>,
+    pub asks: Vec<Ask>,
+    answers: Answers<'a>,
+}
+
+impl<'a> TimeCtx<'a> {
+    pub fn new(base: usize, answers: Answers<'a>) -> TimeCtx<'a> {
+        TimeCtx {
+            base: base as u8,
+            fresh: Vec::new(),
+            asks: Vec::new(),
+            answers,
+        }
+    }
+
+    /// A context for a step whose time does not matter (no questions
+    /// expected; fresh clocks are still handed out).
+    pub fn blind() -> TimeCtx<'static> {
+        TimeCtx::new(0, Answers::Script(&[]))
+    }
+
+    /// Clocks in the layout before the step.
+    pub fn base(&self) -> usize {
+        self.base as usize
+    }
+
+    /// A fresh clock reading 0 now.
+    pub fn reset(&mut self) -> Clk {
+        self.fresh.push(Fresh::Zero);
+        Clk(self.base + self.fresh.len() as u8)
+    }
+
+    /// A fresh clock reading what `c` reads.
+    pub fn copy(&mut self, c: Clk) -> Clk {
+        self.fresh.push(Fresh::Copy(c));
+        Clk(self.base + self.fresh.len() as u8)
+    }
+
+    /// Does `clk` read at most `bound` now (`strict`: less than `bound`)?
+    pub fn ask(&mut self, clk: Clk, bound: Micros, strict: bool) -> bool {
+        let yes = match &self.answers {
+            Answers::Script(s) => s.get(self.asks.len()).copied().unwrap_or(true),
+            Answers::Values(v) => {
+                let x = self.value(v, clk);
+                let b = crate::engine::solve::Rational::integer(bound);
+                if strict { x < b } else { x <= b }
+            }
+        };
+        self.asks.push(Ask {
+            clk,
+            bound,
+            strict,
+            yes,
+        });
+        yes
+    }
+
+    fn value(
+        &self,
+        v: &[crate::engine::solve::Rational],
+        clk: Clk,
+    ) -> crate::engine::solve::Rational {
+        let i = clk.0 as usize;
+        if i <= self.base as usize {
+            return v[i];
+        }
+        match self.fresh[i - self.base as usize - 1] {
+            Fresh::Zero => crate::engine::solve::Rational::ZERO,
+            Fresh::Copy(c) => self.value(v, c),
+        }
+    }
+}
