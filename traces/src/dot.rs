@@ -9,6 +9,7 @@
 use crate::format::{EventKind, Trace};
 use crate::narrate;
 use crate::scene::{self, Outcome, state};
+use crate::time::show_at;
 use petgraph::algo::is_cyclic_directed;
 use petgraph::dot::{Config, Dot};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -18,7 +19,8 @@ use std::fmt::Write;
 #[derive(Clone, Debug)]
 pub struct Happening {
     pub step: usize,
-    pub time: u64,
+    /// True time in ms.
+    pub time: f64,
     pub at: String,
     /// What the participant did or suffered, in short clauses.
     pub what: Vec<String>,
@@ -191,7 +193,7 @@ pub fn render(t: &Trace) -> String {
         }
     };
     let node_attrs = |_, (_, h): (NodeIndex, &Happening)| -> String {
-        let mut label = format!("step {} · t={} · {}\n", h.step, h.time, h.at);
+        let mut label = format!("step {} · {} · {}\n", h.step, show_at(h.time), h.at);
         for w in &h.what {
             label.push_str(w);
             label.push('\n');
@@ -233,7 +235,7 @@ pub fn render(t: &Trace) -> String {
         t.config.protocol, t.invariant, t.violation
     );
     for s in narrate::story(t) {
-        let _ = writeln!(caption, "t={}  {}", s.time, s.text);
+        let _ = writeln!(caption, "{}  {}", show_at(s.time), s.text);
     }
     let mut out = String::new();
     let _ = writeln!(

@@ -1,4 +1,4 @@
-//! The trace file format (schema version 1).
+//! The trace file format (schema version 2: exact real-valued time).
 //!
 //! A trace is everything a reader needs to understand a counterexample and
 //! everything a replayer needs to reproduce it: the full configuration, the
@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The schema version this build writes and the only one it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version 1 counted time in 5-second ticks; version 2 gives every step
+/// its exact time.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One counterexample (or one simulated run that ended in a violation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,8 +59,8 @@ pub struct Config {
     pub faults: BTreeMap<String, u32>,
     /// Every model parameter by name.
     pub params: BTreeMap<String, serde_json::Value>,
-    /// How long one tick is, in the article's terms (for readers only).
-    pub tick: String,
+    /// How time is represented (for readers only).
+    pub time: String,
 }
 
 /// A lane in a diagram.
@@ -77,8 +79,11 @@ pub struct Participant {
 pub struct Step {
     /// 1-based position in the trace.
     pub index: usize,
-    /// True (global) time after the step, in ticks.
-    pub time: u64,
+    /// True (global) time of the step, in milliseconds (for drawing).
+    pub time: f64,
+    /// The same time, exact: microseconds as `"n"` or `"n/d"`. Validation
+    /// replays the step at this time and re-checks every bound with it.
+    pub at_us: String,
     /// Who acted: a participant id, or `env` for faults, `clock` for time.
     pub actor: String,
     /// The model's action, machine-readable; replayed by `locklab`.
@@ -151,8 +156,8 @@ pub enum EventKind {
 /// A readable snapshot of the whole world.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StateView {
-    /// True time in ticks.
-    pub time: u64,
+    /// True time in milliseconds.
+    pub time: f64,
     pub clients: Vec<ClientView>,
     pub servers: Vec<ServerView>,
     pub resource: ResourceView,
@@ -169,18 +174,19 @@ pub struct ClientView {
     /// Whether the client believes it holds the lock (and is in its critical section).
     pub holds: bool,
     pub alive: bool,
-    /// Ticks of pause left, if paused.
-    pub paused: Option<u64>,
+    /// How long it has been paused, in ms, if paused.
+    pub paused: Option<f64>,
     /// The lock value (ownership proof) of the current acquisition.
     pub value: Option<String>,
     /// Fencing token of the current hold.
     pub token: Option<u64>,
     /// Value read from the resource in this critical section.
     pub read: Option<u64>,
-    /// Lease the client believes it has left, by its own clock (Redlock validity), if it tracks one.
-    pub believed_lease: Option<i64>,
-    /// Offset of this client's wall clock from true time, in ticks.
-    pub clock_offset: i64,
+    /// Lease the client believes it has left, in ms by its own clock
+    /// (Redlock validity), if it tracks one.
+    pub believed_lease: Option<f64>,
+    /// Offset of this client's wall clock from true time, in ms.
+    pub clock_offset: f64,
     /// Watchdog state in words, if the client has one.
     pub watchdog: Option<String>,
     /// Acquisitions completed.
@@ -192,9 +198,10 @@ pub struct ServerView {
     pub id: String,
     /// `primary`, `replica`, `instance`, `leader`.
     pub role: String,
-    /// `up`, `down (N ticks left)`, `dead`.
+    /// `up`, `down (N s left)`, `dead`.
     pub status: String,
-    pub clock_offset: i64,
+    /// Offset of this server's wall clock from true time, in ms.
+    pub clock_offset: f64,
     pub entries: Vec<EntryView>,
     /// Writes accepted by this primary that its replica has not applied yet.
     pub unreplicated: Vec<String>,
@@ -209,8 +216,9 @@ pub struct EntryView {
     pub value: String,
     /// The client the value belongs to, if any.
     pub owner: Option<String>,
-    /// Ticks until expiry by this server's clock; `None` = no expiry.
-    pub ttl: Option<i64>,
+    /// Milliseconds until expiry by this server's clock (negative: past
+    /// it); `None` = no expiry.
+    pub ttl: Option<f64>,
     /// Logically expired but still stored (replicas keep them until the primary's DEL).
     pub expired: bool,
 }
@@ -225,13 +233,15 @@ pub struct ResourceView {
     pub max_token: Option<u64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MessageView {
     pub from: String,
     pub to: String,
     pub text: String,
-    /// Ticks a delay fault still holds the message back, if delayed.
-    pub held: Option<u64>,
+    /// Whether a delay fault holds the message back past the longest latency.
+    pub held: bool,
+    /// How long it has been in flight, in ms.
+    pub age: f64,
 }
 
 /// The report `locklab check --json` writes: every verdict and every
@@ -324,6 +334,14 @@ impl Document {
             .ok_or_else(|| FormatError("expected a JSON object at the top level".into()))?;
         match obj.get("schema_version") {
             Some(v) if v.as_u64() == Some(SCHEMA_VERSION as u64) => {}
+            Some(v) if v.as_u64() == Some(1) => {
+                return Err(FormatError(
+                    "this file was written by an older locklab (schema_version 1, time in 5-second ticks); \
+                     traces now carry exact times: regenerate it with the `locklab check` or \
+                     `locklab simulate` command that made it"
+                        .into(),
+                ));
+            }
             Some(v) => {
                 return Err(FormatError(format!(
                     "unsupported schema_version {v}: this locklab reads schema_version {SCHEMA_VERSION}"

@@ -50,7 +50,7 @@ fn beliefs(t: &Trace, s: &StateView) -> Vec<Belief> {
         .map(|c| {
             let h = hold(t, s, &c.id);
             let ttl = match h.ttl {
-                Some(Some(x)) => format!(", {x} ticks left"),
+                Some(Some(x)) => format!(", {} left", crate::time::show_ms(x)),
                 Some(None) => ", no expiry".into(),
                 None => String::new(),
             };
@@ -137,7 +137,7 @@ pub fn render(t: &Trace) -> String {
         esc(&faults),
         t.steps.len(),
         t.violation_step,
-        esc(&t.config.tick)
+        esc(&t.config.time)
     );
     let _ = writeln!(out, "</header>");
     let _ = writeln!(out, "<div class=\"controls\">");
@@ -184,12 +184,19 @@ pub fn render(t: &Trace) -> String {
     let _ = writeln!(out, "<h2>What happened</h2>");
     let _ = writeln!(out, "<ol>");
     for s in narrate::story(t) {
+        if let Some(g) = s.gap {
+            let _ = writeln!(
+                out,
+                "<li class=\"gap\">… {} pass …</li>",
+                esc(&crate::time::show_ms(g))
+            );
+        }
         let _ = writeln!(
             out,
-            "<li data-step=\"{}\" data-violation=\"{}\"><span class=\"mono\">t={}</span> {}</li>",
+            "<li data-step=\"{}\" data-violation=\"{}\"><span class=\"mono\">{}</span> {}</li>",
             s.step,
             s.violation,
-            s.time,
+            esc(&crate::time::show_at(s.time)),
             esc(&s.text)
         );
     }

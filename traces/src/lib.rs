@@ -15,6 +15,7 @@ pub mod scene;
 pub mod sequence;
 pub mod svg;
 pub mod text;
+pub mod time;
 
 pub use format::*;
 pub use render::Format;

@@ -9,7 +9,8 @@
 
 use crate::format::{EventKind, Trace};
 use crate::narrate;
-use crate::scene::{self, Outcome, action_tag, state};
+use crate::scene::{self, Outcome, state};
+use crate::time::{self, show_at, show_ms};
 use std::fmt::Write;
 
 /// Makes text safe inside a Mermaid message or note: `#` and `;` are
@@ -67,8 +68,8 @@ pub fn diagram(t: &Trace) -> String {
     let all = everyone(t);
     let _ = writeln!(
         out,
-        "    Note over {all}: t={} · {} · faults used: {}",
-        t.initial.time,
+        "    Note over {all}: {} · {} · faults used: {}",
+        show_at(t.initial.time),
         esc(&t.config.protocol),
         if t.faults_used.is_empty() {
             "none".to_string()
@@ -81,17 +82,17 @@ pub fn diagram(t: &Trace) -> String {
         let k = st.index;
         let before = state(t, k - 1);
         let violation = k == t.violation_step;
-        let _ = writeln!(out, "    %% step {k}, t={}", st.state.time);
+        let _ = writeln!(out, "    %% step {k}, {}", show_at(st.state.time));
         if violation {
             let _ = writeln!(out, "    rect rgba(220, 38, 38, 0.12)");
         }
-        if action_tag(st) == "tick" {
+        if let Some(gap) = time::long_gap_before(t, k) {
             let _ = writeln!(
                 out,
-                "    Note over {all}: time t={} → {}: {}",
-                before.time,
-                st.state.time,
-                esc(&scene::caption(st))
+                "    Note over {all}: … {} pass ({} → {})",
+                show_ms(gap),
+                show_at(before.time),
+                show_at(st.state.time)
             );
         }
         for f in flights.iter().filter(|f| f.end == k) {
@@ -106,8 +107,12 @@ pub fn diagram(t: &Trace) -> String {
                 })
                 .map(|e| scene::pretty(&e.text))
                 .unwrap_or_else(|| f.text.clone());
-            let late = if f.delayed || state(t, f.sent).time < st.state.time {
-                format!(" (sent at step {}, t={})", f.sent, state(t, f.sent).time)
+            let late = if f.late(t) {
+                format!(
+                    " (sent at step {}, {})",
+                    f.sent,
+                    show_at(state(t, f.sent).time)
+                )
             } else {
                 String::new()
             };
@@ -175,7 +180,7 @@ pub fn diagram(t: &Trace) -> String {
                 EventKind::Release | EventKind::Timeout | EventKind::Retry | EventKind::Reject => {
                     let _ = writeln!(out, "    Note over {}: {}", e.at, esc(&e.text));
                 }
-                EventKind::Expire if action_tag(st) != "tick" => expired.push(&e.at),
+                EventKind::Expire => expired.push(&e.at),
                 _ => {}
             }
         }
@@ -231,7 +236,7 @@ pub fn render(t: &Trace) -> String {
 pub fn story_markdown(t: &Trace) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "> {}  ", t.violation);
-    let _ = writeln!(out, "> <sub>{}</sub>", t.config.tick);
+    let _ = writeln!(out, "> <sub>{}</sub>", t.config.time);
     let _ = writeln!(out);
     for s in narrate::story(t) {
         let text = if s.violation {
@@ -239,7 +244,17 @@ pub fn story_markdown(t: &Trace) -> String {
         } else {
             s.text.clone()
         };
-        let _ = writeln!(out, "1. `t={}` {} <sub>step {}</sub>", s.time, text, s.step);
+        let later = s
+            .gap
+            .map(|g| format!("*… {} pass …* ", show_ms(g)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "1. {later}`{}` {} <sub>step {}</sub>",
+            show_at(s.time),
+            text,
+            s.step
+        );
     }
     out
 }

@@ -11,15 +11,20 @@
 
 use crate::format::{ClientView, Event, EventKind, StateView, Step, Trace};
 use crate::scene::{self, Flight, Outcome, action_tag, hold, names, state};
+use crate::time::{self, show_at, show_ms};
 use std::fmt::Write;
 
 /// One sentence of the story.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Sentence {
     /// The step it tells (1-based).
     pub step: usize,
-    /// True time after that step, in ticks.
-    pub time: u64,
+    /// True time of that step, in ms.
+    pub time: f64,
+    /// Time since the previous sentence (or the start), in ms, when it is
+    /// long next to the rest of the trace and the sentence does not say
+    /// it already: renderings print `… 30 s pass …` before the sentence.
+    pub gap: Option<f64>,
     pub text: String,
     /// This is the step that breaks the invariant.
     pub violation: bool,
@@ -59,8 +64,27 @@ fn owners_on<'a>(s: &'a StateView, server: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn ticks(n: u64) -> String {
-    format!("{n} tick{}", if n == 1 { "" } else { "s" })
+/// A duration in words: `30 s`, `4.8 ms`.
+fn lasting(ms: f64) -> String {
+    show_ms(ms.max(0.0))
+}
+
+/// How far `id`'s wall clock moved between two states, in ms.
+fn offset_change(before: &StateView, after: &StateView, id: &str) -> f64 {
+    let of = |s: &StateView| {
+        s.clients
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| c.clock_offset)
+            .or_else(|| {
+                s.servers
+                    .iter()
+                    .find(|v| v.id == id)
+                    .map(|v| v.clock_offset)
+            })
+            .unwrap_or(0.0)
+    };
+    of(after) - of(before)
 }
 
 /// Others that believe they hold the lock in `s`, as ", while c1 (paused)
@@ -144,7 +168,7 @@ fn message_kind(t: &Trace, from: &str) -> &'static str {
 
 /// The step whose state first shows client `id` unpaused again after
 /// step `k` paused it, and the time it resumed.
-fn resumed(t: &Trace, id: &str, k: usize) -> Option<(usize, u64)> {
+fn resumed(t: &Trace, id: &str, k: usize) -> Option<(usize, f64)> {
     scene::paused_spans(t, id)
         .into_iter()
         .find(|(a, b)| *a <= k && k <= *b)
@@ -152,7 +176,7 @@ fn resumed(t: &Trace, id: &str, k: usize) -> Option<(usize, u64)> {
 }
 
 /// When client `id`'s pause that covers the state before step `k` began.
-fn paused_since(t: &Trace, id: &str, k: usize) -> Option<u64> {
+fn paused_since(t: &Trace, id: &str, k: usize) -> Option<f64> {
     scene::paused_spans(t, id)
         .into_iter()
         .find(|(a, b)| *a < k && k - 1 <= *b)
@@ -185,7 +209,7 @@ impl Teller<'_> {
                 match resumed(t, at, k) {
                     Some((_, when)) => format!(
                         "{at} freezes (a GC or VM pause it will not notice) for {}{what}",
-                        ticks(when - after.time)
+                        lasting(when - after.time)
                     ),
                     None => format!(
                         "{at} freezes (a GC or VM pause it will not notice){what}, and stays frozen"
@@ -211,11 +235,11 @@ impl Teller<'_> {
                 )
             }
             "clock-jump" => {
-                let by = step.action.get("by").and_then(|b| b.as_i64()).unwrap_or(0);
+                let by = offset_change(before, after, at);
                 format!(
                     "{at}'s wall clock jumps {} {}{then}",
-                    if by >= 0 { "forward" } else { "backward" },
-                    ticks(by.unsigned_abs())
+                    if by >= 0.0 { "forward" } else { "backward" },
+                    lasting(by.abs())
                 )
             }
             "crash" => {
@@ -288,7 +312,7 @@ impl Teller<'_> {
                 } else {
                     ""
                 };
-                format!("{at} wakes up after {}{still}", ticks(after.time - since))
+                format!("{at} wakes up after {}{still}", lasting(after.time - since))
             }
             _ => {
                 let e = ev?;
@@ -297,7 +321,9 @@ impl Teller<'_> {
         })
     }
 
-    fn tick(&self, k: usize) -> Option<String> {
+    /// A step in which only time acts (an expiry, a pause running out):
+    /// "30 s pass: c1's lock expires on redis".
+    fn passing(&self, k: usize) -> Option<String> {
         let t = self.t;
         let step = &t.steps[k - 1];
         let before = state(t, k - 1);
@@ -314,16 +340,17 @@ impl Teller<'_> {
                 parts.push(format!(
                     "{} wakes up after {}{still}",
                     c.id,
-                    ticks(step.state.time - since)
+                    lasting(step.state.time - since)
                 ));
             }
         }
+        let gap = step.state.time - before.time;
         (!parts.is_empty()).then(|| {
-            format!(
-                "{} pass: {}",
-                ticks(step.state.time - before.time),
+            if gap > 0.0 {
+                format!("{} pass: {}", lasting(gap), parts.join(", and "))
+            } else {
                 parts.join(", and ")
-            )
+            }
         })
     }
 
@@ -453,11 +480,17 @@ impl Teller<'_> {
             f.end == k && f.to == e.at && f.from == from && f.outcome == Outcome::Delivered
         });
         let sent = flight
-            .map(|f| format!(" (sent at step {}, t={})", f.sent, state(t, f.sent).time))
+            .filter(|f| f.late(t))
+            .map(|f| {
+                format!(
+                    " (sent at step {}, {})",
+                    f.sent,
+                    show_at(state(t, f.sent).time)
+                )
+            })
             .unwrap_or_default();
-        // Late: held back by a delay fault, or time passed while in flight.
-        let late =
-            flight.is_some_and(|f| f.delayed || state(t, f.sent).time < t.steps[k - 1].state.time);
+        // Late: held back by a delay fault, or long in flight.
+        let late = flight.is_some_and(|f| f.late(t));
         let cmd = scene::pretty(&e.text);
         let victims: Vec<&str> = before
             .iter()
@@ -472,10 +505,16 @@ impl Teller<'_> {
             ));
         }
         let before_ttl = entry_ttls(state(t, k - 1), &e.at);
+        let dt = t.steps[k - 1].state.time - state(t, k - 1).time;
         let after_ttl = entry_ttls(&t.steps[k - 1].state, &e.at);
         let retimed: Vec<&str> = after_ttl
             .iter()
-            .filter(|(o, ttl)| *o != from && before_ttl.iter().any(|(b, bt)| b == o && bt != ttl))
+            .filter(|(o, ttl)| {
+                *o != from
+                    && before_ttl
+                        .iter()
+                        .any(|(b, bt)| b == o && retimed_ttl(*bt, *ttl, dt))
+            })
             .map(|(o, _)| *o)
             .collect();
         if !retimed.is_empty() {
@@ -501,7 +540,7 @@ impl Teller<'_> {
     }
 }
 
-fn entry_ttls<'a>(s: &'a StateView, server: &str) -> Vec<(&'a str, Option<i64>)> {
+fn entry_ttls<'a>(s: &'a StateView, server: &str) -> Vec<(&'a str, Option<f64>)> {
     s.servers
         .iter()
         .filter(|sv| sv.id == server)
@@ -509,6 +548,27 @@ fn entry_ttls<'a>(s: &'a StateView, server: &str) -> Vec<(&'a str, Option<i64>)>
         .filter(|e| !e.expired)
         .filter_map(|e| e.owner.as_deref().map(|o| (o, e.ttl)))
         .collect()
+}
+
+/// Whether a time to live changed other than by time passing (`dt` ms).
+fn retimed_ttl(before: Option<f64>, after: Option<f64>, dt: f64) -> bool {
+    match (before, after) {
+        (Some(b), Some(a)) => (b - dt - a).abs() > 1e-6,
+        (None, None) => false,
+        _ => true,
+    }
+}
+
+/// Whether only time acts in a step: the clock's own step, or one whose
+/// events are all expiries.
+fn only_time(step: &Step) -> bool {
+    step.actor == "clock"
+        || action_tag(step) == "time"
+        || (!step.events.is_empty()
+            && step
+                .events
+                .iter()
+                .all(|e| matches!(e.kind, EventKind::Expire | EventKind::Time)))
 }
 
 /// Capitalises a sentence unless it starts with a participant's id
@@ -532,12 +592,15 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
         flights: scene::flights(t),
         last_writer: None,
     };
+    let gaps = time::gaps(t);
     let mut out = Vec::new();
+    let mut last_time = t.initial.time;
     for k in 1..=t.steps.len() {
         let step = &t.steps[k - 1];
         let mut parts: Vec<String> = Vec::new();
+        let passing = only_time(step);
         match action_tag(step) {
-            "tick" => parts.extend(teller.tick(k)),
+            _ if passing => parts.extend(teller.passing(k)),
             _ if step.actor == "env" => {
                 parts.extend(teller.fault(k));
                 parts.extend(teller.events(k).into_iter().filter(|p| {
@@ -563,9 +626,14 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
             text.push_str(&format!("{} is broken: {}", t.invariant, t.violation));
         }
         text.push('.');
+        let since = (step.state.time - last_time).max(0.0);
+        let told = passing && step.state.time > state(t, k - 1).time;
+        let gap = (!told && time::is_long_gap(since, &gaps)).then_some(since);
+        last_time = step.state.time;
         out.push(Sentence {
             step: k,
             time: step.state.time,
+            gap,
             text,
             violation,
         });
@@ -573,9 +641,9 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
     out
 }
 
-/// "t=7" stamps padded to the widest one, so the sentences line up.
+/// "t=30.0012 s" stamps padded to the widest one, so the sentences line up.
 pub fn stamps(story: &[Sentence]) -> Vec<String> {
-    let raw: Vec<String> = story.iter().map(|s| format!("t={}", s.time)).collect();
+    let raw: Vec<String> = story.iter().map(|s| show_at(s.time)).collect();
     let w = raw.iter().map(|s| s.len()).max().unwrap_or(0);
     raw.into_iter().map(|s| format!("{s:<w$}")).collect()
 }
@@ -592,6 +660,9 @@ pub fn section(t: &Trace, color: bool) -> String {
     let story = story(t);
     for (s, stamp) in story.iter().zip(stamps(&story)) {
         let (on, off) = if s.violation { (red, reset) } else { ("", "") };
+        if let Some(g) = s.gap {
+            let _ = writeln!(out, "  … {} pass …", show_ms(g));
+        }
         let _ = writeln!(out, "  {stamp}  {on}{}{off}", s.text);
     }
     out
@@ -609,10 +680,13 @@ pub fn render(t: &Trace) -> String {
         t.steps.len(),
         t.violation
     );
-    let _ = writeln!(out, "{}", t.config.tick);
+    let _ = writeln!(out, "{}", t.config.time);
     let _ = writeln!(out);
     let story = story(t);
     for (s, stamp) in story.iter().zip(stamps(&story)) {
+        if let Some(g) = s.gap {
+            let _ = writeln!(out, "  … {} pass …", show_ms(g));
+        }
         let _ = writeln!(out, "  {stamp}  {}  (step {})", s.text, s.step);
     }
     out

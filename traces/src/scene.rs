@@ -42,6 +42,16 @@ pub struct Flight {
     pub delayed: bool,
 }
 
+impl Flight {
+    /// The message arrived late: a delay fault held it back, or it spent
+    /// a long time in flight next to the rest of the trace (see
+    /// [`crate::time::is_long_gap`]).
+    pub fn late(&self, t: &Trace) -> bool {
+        let flown = state(t, self.end).time - state(t, self.sent).time;
+        self.delayed || crate::time::is_long_gap(flown, &crate::time::gaps(t))
+    }
+}
+
 /// The state before step `k` is `state(t, k - 1)`; `state(t, 0)` is the
 /// initial state and `state(t, k)` the state after step `k`.
 pub fn state(t: &Trace, k: usize) -> &StateView {
@@ -79,7 +89,7 @@ pub fn flights(t: &Trace) -> Vec<Flight> {
             sent: 0,
             end: 0,
             outcome: Outcome::InFlight,
-            delayed: m.held.is_some(),
+            delayed: m.held,
         })
         .collect();
     let mut open: Vec<usize> = (0..all.len()).collect();
@@ -107,7 +117,7 @@ pub fn flights(t: &Trace) -> Vec<Flight> {
                 if let Some(j) = hit {
                     taken[j] = true;
                     matched[oi] = true;
-                    all[fi].delayed |= net[j].held.is_some();
+                    all[fi].delayed |= net[j].held;
                 }
             }
         }
@@ -142,7 +152,7 @@ pub fn flights(t: &Trace) -> Vec<Flight> {
                     sent: st.index,
                     end: st.index,
                     outcome: Outcome::InFlight,
-                    delayed: m.held.is_some(),
+                    delayed: m.held,
                 });
             }
         }
@@ -169,7 +179,7 @@ pub fn client_number(t: &Trace, id: &str) -> Option<usize> {
     clients(t).iter().position(|c| *c == id)
 }
 
-/// The machine-readable action's tag: `tick`, `step`, `deliver`, `pause`, ...
+/// The machine-readable action's tag: `step`, `deliver`, `pause`, ...
 pub fn action_tag(step: &Step) -> &str {
     step.action
         .get("action")
@@ -178,15 +188,22 @@ pub fn action_tag(step: &Step) -> &str {
 }
 
 /// The fault an action injects, in words, or `None` for ordinary steps.
-pub fn fault_word(step: &Step) -> Option<String> {
+pub fn fault_word(t: &Trace, step: &Step) -> Option<String> {
     let word = match action_tag(step) {
         "pause" => "pause",
         "slow" => "slow",
         "drop" => "loss",
         "delay" => "delay",
         "clock-jump" => {
-            let by = step.action.get("by").and_then(|b| b.as_i64()).unwrap_or(0);
-            return Some(format!("clock {by:+}"));
+            let at = step
+                .events
+                .iter()
+                .find(|e| e.kind == EventKind::Fault)
+                .map(|e| e.at.as_str())
+                .unwrap_or(step.actor.as_str());
+            let by = clock_offset(&step.state, at)
+                - clock_offset(state(t, step.index.saturating_sub(1)), at);
+            return Some(format!("clock {}", crate::time::show_delta(by)));
         }
         "crash" => "crash",
         "restart" => "restart",
@@ -198,8 +215,23 @@ pub fn fault_word(step: &Step) -> Option<String> {
     Some(word.to_string())
 }
 
+/// Offset of participant `id`'s wall clock from true time in `s`, in ms.
+pub fn clock_offset(s: &StateView, id: &str) -> f64 {
+    s.clients
+        .iter()
+        .find(|c| c.id == id)
+        .map(|c| c.clock_offset)
+        .or_else(|| {
+            s.servers
+                .iter()
+                .find(|v| v.id == id)
+                .map(|v| v.clock_offset)
+        })
+        .unwrap_or(0.0)
+}
+
 /// What the lock service stores for one client at one moment.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Hold {
     /// Servers (that clients talk to) holding a live entry owned by the client.
     pub count: usize,
@@ -207,8 +239,9 @@ pub struct Hold {
     pub of: usize,
     /// Votes needed for the lock to count as held (1 unless a quorum protocol).
     pub quorum: usize,
-    /// Smallest time to live among those entries; `Some(None)` = no expiry.
-    pub ttl: Option<Option<i64>>,
+    /// Smallest time to live among those entries, in ms; `Some(None)` =
+    /// no expiry.
+    pub ttl: Option<Option<f64>>,
 }
 
 impl Hold {
@@ -250,7 +283,7 @@ pub fn quorum(t: &Trace) -> usize {
 pub fn hold(t: &Trace, s: &StateView, client: &str) -> Hold {
     let mut count = 0;
     let mut of = 0;
-    let mut ttl: Option<Option<i64>> = None;
+    let mut ttl: Option<Option<f64>> = None;
     for sv in authoritative(s) {
         of += 1;
         let mine = sv

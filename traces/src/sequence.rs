@@ -8,7 +8,8 @@
 
 use crate::format::{EventKind, StateView, Trace};
 use crate::narrate;
-use crate::scene::{self, Outcome, action_tag, state};
+use crate::scene::{self, Outcome, state};
+use crate::time::{self, show_ms};
 use std::fmt::Write;
 
 /// How a cell is coloured on a terminal.
@@ -121,7 +122,7 @@ fn layout(t: &Trace) -> Layout {
 }
 
 /// The live lock entries a server stores: (owner, ttl) pairs.
-fn keys<'a>(s: &'a StateView, server: &str) -> Vec<(&'a str, Option<i64>)> {
+fn keys<'a>(s: &'a StateView, server: &str) -> Vec<(&'a str, Option<f64>)> {
     s.servers
         .iter()
         .filter(|sv| sv.id == server && sv.status == "up")
@@ -172,21 +173,26 @@ fn lanes(t: &Trace, l: &Layout, s: &StateView) -> Line {
     line
 }
 
-/// `c1 6` beside a server whose lock changed other than by time passing.
-fn key_note(before: &StateView, after: &StateView, server: &str, dt: u64) -> Option<String> {
+/// `c1 5 s` beside a server whose lock changed other than by time passing.
+fn key_note(before: &StateView, after: &StateView, server: &str, dt: f64) -> Option<String> {
     let b = keys(before, server);
     let a = keys(after, server);
-    let aged: Vec<(&str, Option<i64>)> = b
-        .iter()
-        .map(|(o, ttl)| (*o, ttl.map(|x| x - dt as i64)))
-        .collect();
-    if a == aged || (a.is_empty() && b.is_empty()) {
+    let aged = a.len() == b.len()
+        && a.iter().zip(b.iter()).all(|((ao, at), (bo, bt))| {
+            ao == bo
+                && match (at, bt) {
+                    (Some(x), Some(y)) => (y - dt - x).abs() < 1e-6,
+                    (None, None) => true,
+                    _ => false,
+                }
+        });
+    if aged || (a.is_empty() && b.is_empty()) {
         return None;
     }
     Some(match a.first() {
         None => "-".into(),
         Some((o, None)) => format!("{o} ∞"),
-        Some((o, Some(ttl))) => format!("{o} {ttl}"),
+        Some((o, Some(ttl))) => format!("{o} {}", show_ms(*ttl)),
     })
 }
 
@@ -256,11 +262,11 @@ pub fn render(t: &Trace, color: bool) -> String {
     let _ = writeln!(
         out,
         "{dim}protocol {} · {} clients · faults used: {faults} · {}{reset}",
-        t.config.protocol, t.config.clients, t.config.tick
+        t.config.protocol, t.config.clients, t.config.time
     );
     let _ = writeln!(
         out,
-        "{dim}┃ client: believes it holds the lock · ┃ server: stores a live lock (owner and ticks to live beside it) · ┆ paused or down{reset}"
+        "{dim}┃ client: believes it holds the lock · ┃ server: stores a live lock (owner and time to live beside it) · ┆ paused or down{reset}"
     );
     let _ = writeln!(
         out,
@@ -268,7 +274,13 @@ pub fn render(t: &Trace, color: bool) -> String {
     );
     let _ = writeln!(out);
 
-    let prefix_w = 12;
+    let tw = std::iter::once(t.initial.time)
+        .chain(t.steps.iter().map(|s| s.state.time))
+        .map(|x| show_ms(x).chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let prefix_w = 8 + tw;
     let mut header = Line::blank(l.width);
     for (i, p) in t.participants.iter().enumerate() {
         let w = p.id.chars().count();
@@ -281,16 +293,16 @@ pub fn render(t: &Trace, color: bool) -> String {
     let _ = writeln!(
         out,
         "{:>prefix_w$}  {}",
-        format!("{bold}step     t{reset}"),
+        format!("{bold}step  {:>tw$}{reset}", "t"),
         header.text(color),
         prefix_w = prefix_w + bold.len() + reset.len()
     );
     let first = lanes(t, &l, &t.initial);
     let _ = writeln!(
         out,
-        "  {:>4}  {:>4}  {}",
+        "  {:>4}  {:>tw$}  {}",
         0,
-        t.initial.time,
+        show_ms(t.initial.time),
         pad(&first.text(color), &first, l.width) + &format!("  {dim}initial state{reset}")
     );
 
@@ -396,13 +408,17 @@ pub fn render(t: &Trace, color: bool) -> String {
                 }
             }
         }
-        // Time passing takes room: a line per tick, up to four.
-        if action_tag(st) == "tick" {
-            let extra = (dt.min(4) as usize).saturating_sub(1);
-            let filler = lanes(t, &l, after);
-            for _ in 0..extra {
-                lines.insert(0, filler.clone());
-            }
+        // A long pause between steps takes a line of its own.
+        if let Some(gap) = time::long_gap_before(t, k) {
+            let filler = lanes(t, &l, before);
+            let drawn = pad(&filler.text(color), &filler, l.width);
+            let row = format!(
+                "  {:>4}  {:>tw$}  {drawn}  {dim}… {} pass …{reset}",
+                "",
+                "",
+                show_ms(gap)
+            );
+            let _ = writeln!(out, "{}", row.trim_end());
         }
         let violation = k == t.violation_step;
         let fault = st.actor == "env";
@@ -417,7 +433,7 @@ pub fn render(t: &Trace, color: bool) -> String {
                 (
                     if violation { ">>" } else { "  " },
                     k.to_string(),
-                    after.time.to_string(),
+                    show_ms(after.time),
                 )
             } else {
                 ("  ", String::new(), String::new())
@@ -431,7 +447,7 @@ pub fn render(t: &Trace, color: bool) -> String {
             } else {
                 ("", "")
             };
-            let row = format!("{mark}{num:>4}  {time:>4}  {drawn}  {on}{text}{off}");
+            let row = format!("{mark}{num:>4}  {time:>tw$}  {drawn}  {on}{text}{off}");
             let _ = writeln!(out, "{}", row.trim_end());
         }
     }

@@ -2,13 +2,17 @@
 //! links: lanes for every participant, a true time axis, and — the point
 //! of the picture — for each client a bar for the lock it *believes* it
 //! holds right beside a bar for what the lock service actually stores for
-//! it, with the ticks it has left. Where the first bar runs on without the
+//! it, with the time it has left. Where the first bar runs on without the
 //! second, the client is acting on a lock that no longer exists.
 //!
 //! Layout: time runs down. Each step takes a row; steps at the same instant
-//! are stacked, and a step that lets time pass takes room in proportion to
-//! the ticks that pass, so the axis on the left is a real clock: a key's
-//! bar ends where its time to live runs out. Messages are drawn from the
+//! are stacked a row apart, and the time between two steps takes room in
+//! proportion to its length (never less than a row), so the axis on the
+//! left is a real clock: a key's bar ends where its time to live runs out.
+//! Traces mix millisecond exchanges with pauses of many seconds, so the
+//! axis is piecewise: a gap that is long next to the rest of the trace
+//! (see [`crate::time::is_long_gap`]) is drawn at a fixed height, broken
+//! with `⫽` and labelled with its duration. Messages are drawn from the
 //! step that sent them to the step that handled them. Faults are amber
 //! badges, the violating step is a red band, and each row has its caption
 //! on the right. The story closes the picture.
@@ -16,6 +20,7 @@
 use crate::format::{EventKind, StateView, Trace};
 use crate::narrate;
 use crate::scene::{self, Flight, Outcome, action_tag, fault_word, hold, state};
+use crate::time::{self, show_ms};
 use std::fmt::Write;
 
 /// Client colours (strong, light).
@@ -39,9 +44,13 @@ const MONO: &str = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans 
 /// Height of a step at a single instant.
 const ROW: f64 = 30.0;
 const LEFT: f64 = 24.0;
-const AXIS_X: f64 = 62.0;
-const STEP_X: f64 = 104.0;
-const LANES_X: f64 = 124.0;
+/// Extra height of a broken (long) gap on the time axis.
+const BREAK: f64 = 40.0;
+/// Most room the unbroken stretches of time take together.
+const SPREAD: f64 = 360.0;
+const AXIS_X: f64 = 100.0;
+const STEP_X: f64 = 142.0;
+const LANES_X: f64 = 162.0;
 const CAPTION_W: f64 = 520.0;
 
 fn color(n: usize) -> (&'static str, &'static str) {
@@ -120,8 +129,10 @@ struct Geometry {
     y: Vec<f64>,
     caption_x: f64,
     width: f64,
-    /// Pixels per tick on the time axis.
-    ppt: f64,
+    /// Pixels per millisecond on the unbroken stretches of the time axis.
+    ppm: f64,
+    /// Entry `k - 1`: the time before step `k` is a long gap, drawn broken.
+    broken: Vec<bool>,
     /// Top of the lanes (below the headers).
     lanes_top: f64,
 }
@@ -143,26 +154,23 @@ impl Geometry {
             lane_x.push(x + at);
             x += w;
         }
-        let total: u64 = t
-            .steps
+        let gaps = time::gaps(t);
+        let broken: Vec<bool> = gaps.iter().map(|g| time::is_long_gap(*g, &gaps)).collect();
+        let total: f64 = gaps
             .iter()
-            .filter(|s| action_tag(s) == "tick")
-            .map(|s| s.state.time.saturating_sub(state(t, s.index - 1).time))
+            .zip(&broken)
+            .filter(|(_, b)| !**b)
+            .map(|(g, _)| *g)
             .sum();
-        let ppt = if total == 0 {
-            26.0
-        } else {
-            (360.0 / total as f64).min(26.0)
-        };
+        let ppm = if total > 0.0 { SPREAD / total } else { 0.0 };
         let lanes_top = top + 46.0;
         let mut y = vec![lanes_top + 22.0];
-        for st in &t.steps {
+        for (dt, long) in gaps.iter().zip(&broken) {
             let prev = *y.last().unwrap_or(&0.0);
-            let dt = st.state.time.saturating_sub(state(t, st.index - 1).time);
-            let h = if dt > 0 {
-                (dt as f64 * ppt).max(ROW)
+            let h = if *long {
+                ROW + BREAK
             } else {
-                ROW
+                (dt * ppm).max(ROW)
             };
             y.push(prev + h);
         }
@@ -173,16 +181,17 @@ impl Geometry {
             y,
             caption_x,
             width: caption_x + CAPTION_W,
-            ppt,
+            ppm,
+            broken,
             lanes_top,
         }
     }
 
-    /// The y of true time `time` during step `k` (which runs from the point
-    /// of step `k - 1` to its own).
+    /// The y of true time `time` (ms) between step `k - 1` and step `k`
+    /// (linear inside a broken gap too, where it is not to scale).
     fn at_time(&self, t: &Trace, k: usize, time: f64) -> f64 {
-        let t0 = state(t, k - 1).time as f64;
-        let t1 = state(t, k).time as f64;
+        let t0 = state(t, k - 1).time;
+        let t1 = state(t, k).time;
         let (y0, y1) = (self.y[k - 1], self.y[k]);
         if t1 <= t0 {
             return y1;
@@ -428,7 +437,7 @@ impl Key {
     fn words(self) -> &'static str {
         match self {
             Key::Belief => "believes it holds the lock",
-            Key::Service => "what the lock service really holds for it (ticks left beside it)",
+            Key::Service => "what the lock service really holds for it (time left beside it)",
             Key::Gap => "believes it, but the service holds no lock for it",
             Key::Fault => "injected fault",
             Key::Paused => "paused / down",
@@ -475,8 +484,8 @@ fn legend(t: &Trace) -> Vec<Key> {
         keys.push(Key::Lost);
     }
     if states.iter().any(|s| {
-        s.clients.iter().any(|c| c.clock_offset != 0)
-            || s.servers.iter().any(|v| v.clock_offset != 0)
+        s.clients.iter().any(|c| c.clock_offset != 0.0)
+            || s.servers.iter().any(|v| v.clock_offset != 0.0)
     }) {
         keys.push(Key::Clock);
     }
@@ -537,7 +546,7 @@ fn header(s: &mut Svg, t: &Trace, g: &Geometry, standalone: bool) {
                 t.config.clients,
                 t.steps.len(),
                 t.violation_step,
-                t.config.tick
+                t.config.time
             ),
         );
         y = 92.0;
@@ -658,15 +667,8 @@ fn header(s: &mut Svg, t: &Trace, g: &Geometry, standalone: bool) {
 
 /// The band of step `k` (for highlighting) from its top to its bottom.
 fn band(t: &Trace, g: &Geometry, k: usize) -> (f64, f64) {
-    if k == 0 {
-        return (g.y[0] - ROW / 2.0, g.y[0] + ROW / 2.0);
-    }
-    let dt = state(t, k).time > state(t, k - 1).time;
-    if dt {
-        (g.y[k - 1] + ROW / 2.0, g.y[k] + ROW / 2.0)
-    } else {
-        (g.y[k] - ROW / 2.0, g.y[k] + ROW / 2.0)
-    }
+    let _ = t;
+    (g.y[k] - ROW / 2.0, g.y[k] + ROW / 2.0)
 }
 
 /// Row bands: alternate shading, the violation in red, and one invisible
@@ -708,7 +710,8 @@ fn rows(s: &mut Svg, t: &Trace, g: &Geometry) {
 }
 
 /// The time axis: a thin rule where steps share an instant, a ruler with
-/// a mark per tick (or per few ticks) where time passes.
+/// marks at round times where time passes, and a break (`⫽` and the
+/// duration) across a gap that is long next to the rest of the trace.
 fn axis(s: &mut Svg, t: &Trace, g: &Geometry) {
     let y_end = *g.y.last().unwrap_or(&0.0);
     s.line(
@@ -718,13 +721,12 @@ fn axis(s: &mut Svg, t: &Trace, g: &Geometry) {
         y_end,
         &format!(r#"stroke="{FAINT}" stroke-width="2""#),
     );
-    let every = [
-        1u64, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000,
-    ]
-    .into_iter()
-    .find(|e| *e as f64 * g.ppt >= 16.0)
-    .unwrap_or(100000);
-    let label = |s: &mut Svg, y: f64, time: u64, strong: bool| {
+    // Marks at least 16 px apart, at 1, 2 or 5 times a power of ten (ms).
+    let every = (-3..=8)
+        .flat_map(|p| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(p)))
+        .find(|e| *e * g.ppm >= 16.0)
+        .unwrap_or(f64::INFINITY);
+    let label = |s: &mut Svg, y: f64, time: f64, strong: bool| {
         s.text(
             AXIS_X - 8.0,
             y + 4.0,
@@ -734,7 +736,7 @@ fn axis(s: &mut Svg, t: &Trace, g: &Geometry) {
                 if strong { INK } else { MUTED },
                 if strong { "700" } else { "400" }
             ),
-            &format!("t={time}"),
+            &show_ms(time),
         );
     };
     label(s, g.y[0], t.initial.time, true);
@@ -746,22 +748,43 @@ fn axis(s: &mut Svg, t: &Trace, g: &Geometry) {
             continue;
         }
         let (y0, y1) = (g.y[k - 1], g.y[k]);
-        s.line(
-            AXIS_X,
-            y0,
-            AXIS_X,
-            y1,
-            r##"stroke="#64748b" stroke-width="4" stroke-linecap="round""##,
-        );
-        let mut tick = (t0 / every + 1) * every;
-        while tick < t1 {
-            let y = g.at_time(t, k, tick as f64);
-            s.line(AXIS_X - 5.0, y, AXIS_X + 5.0, y, r##"stroke="#64748b""##);
-            if y - last_labelled > 14.0 && y1 - y > 14.0 {
-                label(s, y, tick, false);
-                last_labelled = y;
+        let ruler = r##"stroke="#64748b" stroke-width="4" stroke-linecap="round""##;
+        if g.broken.get(k - 1).copied().unwrap_or(false) {
+            // A broken stretch: the ruler stops short of the middle, two
+            // slanted strokes mark the break, and the duration beside it.
+            let mid = (y0 + y1) / 2.0;
+            s.line(AXIS_X, y0, AXIS_X, mid - 7.0, ruler);
+            s.line(AXIS_X, mid + 7.0, AXIS_X, y1, ruler);
+            for dy in [-4.0, 4.0] {
+                s.line(
+                    AXIS_X - 8.0,
+                    mid + dy + 3.0,
+                    AXIS_X + 8.0,
+                    mid + dy - 3.0,
+                    r##"stroke="#334155" stroke-width="1.6""##,
+                );
             }
-            tick += every;
+            s.text(
+                AXIS_X - 12.0,
+                mid + 4.0,
+                &format!(
+                    r#"text-anchor="end" font-size="10.5" fill="{MUTED}" font-style="italic""#
+                ),
+                &format!("⫽ {}", show_ms(t1 - t0)),
+            );
+        } else {
+            s.line(AXIS_X, y0, AXIS_X, y1, ruler);
+            let mut i = (t0 / every).floor() + 1.0;
+            while i * every < t1 && every.is_finite() {
+                let mark = i * every;
+                let y = g.at_time(t, k, mark);
+                s.line(AXIS_X - 5.0, y, AXIS_X + 5.0, y, r##"stroke="#64748b""##);
+                if y - last_labelled > 14.0 && y1 - y > 14.0 {
+                    label(s, y, mark, false);
+                    last_labelled = y;
+                }
+                i += 1.0;
+            }
         }
         s.line(
             AXIS_X - 7.0,
@@ -811,7 +834,7 @@ fn lanes(s: &mut Svg, t: &Trace, g: &Geometry) {
                 } else if let Some(sv) = st.servers.iter().find(|sv| sv.id == p.id) {
                     (sv.status != "dead", sv.status != "up", sv.clock_offset)
                 } else {
-                    (true, false, 0)
+                    (true, false, 0.0)
                 };
             if !alive {
                 continue;
@@ -825,8 +848,8 @@ fn lanes(s: &mut Svg, t: &Trace, g: &Geometry) {
                     r#"fill="url(#ll-pause)" opacity="0.9""#,
                 );
             }
-            let stroke = if offset != 0 { AMBER } else { "#9ca3af" };
-            let width = if offset != 0 { 2.5 } else { 1.2 };
+            let stroke = if offset != 0.0 { AMBER } else { "#9ca3af" };
+            let width = if offset != 0.0 { 2.5 } else { 1.2 };
             let dash = if pausedish {
                 r#" stroke-dasharray="3 4""#
             } else {
@@ -870,20 +893,20 @@ fn lanes(s: &mut Svg, t: &Trace, g: &Geometry) {
 }
 
 /// (alive, paused or down, clock offset) of a participant in a state.
-fn participant_status(s: &StateView, id: &str) -> (bool, bool, i64) {
+fn participant_status(s: &StateView, id: &str) -> (bool, bool, f64) {
     if let Some(c) = s.clients.iter().find(|c| c.id == id) {
         (c.alive, c.paused.is_some(), c.clock_offset)
     } else if let Some(sv) = s.servers.iter().find(|sv| sv.id == id) {
         (sv.status != "dead", sv.status != "up", sv.clock_offset)
     } else {
-        (true, false, 0)
+        (true, false, 0.0)
     }
 }
 
-/// Text for what the service stores for a client: `ttl 6`, `3/5 · ttl 6`.
+/// Text for what the service stores for a client: `ttl 6 s`, `3/5 · ttl 6 s`.
 fn hold_text(h: &scene::Hold) -> String {
     let ttl = match h.ttl {
-        Some(Some(x)) => format!("ttl {x}"),
+        Some(Some(x)) => format!("ttl {}", show_ms(x)),
         Some(None) => "no ttl".to_string(),
         None => String::new(),
     };
@@ -924,7 +947,7 @@ fn client_bars(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize, c: usize) {
             && !hold(t, state(t, k + 1), id).held()
             && state(t, k + 1).time > st.time
         {
-            key_end = g.at_time(t, k + 1, st.time as f64 + ttl as f64);
+            key_end = g.at_time(t, k + 1, st.time + ttl);
         }
         if h.count > 0 {
             let opacity = if h.held() { "1" } else { "0.45" };
@@ -939,13 +962,13 @@ fn client_bars(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize, c: usize) {
             let changed = match &label_prev {
                 None => true,
                 Some(p) => {
-                    // Ticks counting down are not news; anything else is.
+                    // Time to live counting down is not news; anything else is.
                     let aged = k > 0 && {
                         let before = hold(t, state(t, k - 1), id);
                         let dt = st.time - state(t, k - 1).time;
                         before.count == h.count
                             && match (before.ttl, h.ttl) {
-                                (Some(Some(a)), Some(Some(b))) => a - dt as i64 == b,
+                                (Some(Some(a)), Some(Some(b))) => (a - dt - b).abs() < 1e-6,
                                 (a, b) => a == b,
                             }
                     };
@@ -994,8 +1017,8 @@ fn client_bars(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize, c: usize) {
                         .find(|b| b.id == *id)
                         .is_none_or(|b| b.believed_lease != Some(lease)))
             {
-                let words = if lease > 0 {
-                    format!("lease {lease} left")
+                let words = if lease > 0.0 {
+                    format!("lease {} left", show_ms(lease))
                 } else {
                     "lease over".to_string()
                 };
@@ -1059,7 +1082,7 @@ fn server_keys(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize) {
                     .flat_map(|n| n.entries.iter())
                     .any(|n| n.owner == e.owner && n.value == e.value && !n.expired)
             {
-                end = g.at_time(t, k + 1, st.time as f64 + ttl as f64);
+                end = g.at_time(t, k + 1, st.time + ttl);
             }
             let opacity = if e.expired { "0.35" } else { "1" };
             s.rect(
@@ -1077,17 +1100,17 @@ fn server_keys(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize) {
                     .flat_map(|n| n.entries.iter())
                     .find(|n| n.owner == e.owner && n.value == e.value)
             });
-            let dt = prev.map_or(0, |p| st.time - p.time) as i64;
+            let dt = prev.map_or(0.0, |p| st.time - p.time);
             let news = match before {
                 None => true,
                 Some(b) => match (b.ttl, e.ttl) {
-                    (Some(a), Some(z)) => a - dt != z,
+                    (Some(a), Some(z)) => (a - dt - z).abs() > 1e-6,
                     (a, z) => a != z,
                 },
             };
             if news {
                 let ttl = match e.ttl {
-                    Some(x) => format!("ttl {x}"),
+                    Some(x) => format!("ttl {}", show_ms(x)),
                     None => "no ttl".into(),
                 };
                 s.text(
@@ -1305,9 +1328,19 @@ fn messages(s: &mut Svg, t: &Trace, g: &Geometry, flights: &[Flight]) {
         } else {
             (x0, y0, x1, y1)
         };
+        let flown = state(t, f.end).time - state(t, f.sent).time;
         if f.delayed {
             text = format!("{text} (delayed)");
+        } else if f.late(t) {
+            text = format!("{text} (after {})", show_ms(flown));
         }
+        let tip = format!(
+            "{} → {}: {} · in flight {}",
+            f.from,
+            f.to,
+            f.text,
+            show_ms(flown)
+        );
         let len = ((lx1 - lx0).powi(2) + (ly1 - ly0).powi(2)).sqrt();
         let text = fit(&text, 10.5, (len - 24.0).max(40.0));
         let (mx, my) = ((lx0 + lx1) / 2.0, (ly0 + ly1) / 2.0);
@@ -1319,13 +1352,14 @@ fn messages(s: &mut Svg, t: &Trace, g: &Geometry, flights: &[Flight]) {
         }
         let _ = writeln!(
             s.out,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-family="{MONO}" font-size="10.5" fill="{ink}" transform="rotate({} {} {})" {HALO}>{}</text>"#,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-family="{MONO}" font-size="10.5" fill="{ink}" transform="rotate({} {} {})" {HALO}>{}<title>{}</title></text>"#,
             n(mx),
             n(my - 4.0),
             n(angle),
             n(mx),
             n(my),
-            esc(&text)
+            esc(&text),
+            esc(&tip)
         );
     }
     // Same-step exchanges: reads, writes, rejections, replication.
@@ -1408,7 +1442,7 @@ fn marks(s: &mut Svg, t: &Trace, g: &Geometry) {
     for st in &t.steps {
         let k = st.index;
         let y = g.y[k];
-        let word = fault_word(st);
+        let word = fault_word(t, st);
         let mut badged: Vec<usize> = Vec::new();
         for e in &st.events {
             let Some(i) = lane(&e.at) else { continue };
@@ -1445,8 +1479,8 @@ fn marks(s: &mut Svg, t: &Trace, g: &Geometry) {
                         .find(|en| !en.expired)
                         .and_then(|en| en.ttl);
                     let ey = match ttl {
-                        Some(ttl) if action_tag(st) == "tick" => {
-                            g.at_time(t, k, before.time as f64 + ttl as f64)
+                        Some(ttl) if st.state.time > before.time => {
+                            g.at_time(t, k, before.time + ttl)
                         }
                         _ => y,
                     };
@@ -1491,8 +1525,8 @@ fn marks(s: &mut Svg, t: &Trace, g: &Geometry) {
                 _ => {}
             }
         }
-        // A pause that ends while time passes: mark where it ends.
-        if action_tag(st) == "tick" {
+        // A pause that ends by itself, not by a resume fault: mark it.
+        if st.actor != "env" {
             for c in &st.state.clients {
                 let was = state(t, k - 1)
                     .clients

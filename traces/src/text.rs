@@ -3,6 +3,7 @@
 //! resource, and what happened. The step that breaks the invariant is marked.
 
 use crate::format::{StateView, Trace};
+use crate::time::{self, show_ms};
 use std::fmt::Write;
 
 const BOLD_RED: &str = "\x1b[1;31m";
@@ -25,7 +26,7 @@ pub fn holders(s: &StateView) -> String {
     }
 }
 
-/// What the lock servers store, compactly: `c1#1 ttl 5` for one server,
+/// What the lock servers store, compactly: `c1#1 ttl 5 s` for one server,
 /// `r1:c1 r2:c1 r3:- ...` for several.
 pub fn lock_summary(s: &StateView) -> String {
     let live: Vec<_> = s.servers.iter().collect();
@@ -41,8 +42,8 @@ pub fn lock_summary(s: &StateView) -> String {
             Some(e) => {
                 let ttl = match e.ttl {
                     None => "no ttl".to_string(),
-                    Some(t) if e.expired => format!("expired({t})"),
-                    Some(t) => format!("ttl {t}"),
+                    Some(t) if e.expired => format!("expired({})", show_ms(t)),
+                    Some(t) => format!("ttl {}", show_ms(t)),
                 };
                 format!("{} {}", e.value, ttl)
             }
@@ -106,7 +107,7 @@ pub fn render(trace: &Trace, color: bool) -> String {
     let _ = writeln!(
         out,
         "{dim}protocol {} · {} clients · faults used: {} · {}{reset}",
-        trace.config.protocol, trace.config.clients, faults, trace.config.tick
+        trace.config.protocol, trace.config.clients, faults, trace.config.time
     );
     let _ = writeln!(
         out,
@@ -123,7 +124,7 @@ pub fn render(trace: &Trace, color: bool) -> String {
     ])
     .chain(std::iter::once([
         "0".to_string(),
-        trace.initial.time.to_string(),
+        show_ms(trace.initial.time),
         "-".to_string(),
         holders(&trace.initial),
         lock_summary(&trace.initial),
@@ -132,7 +133,7 @@ pub fn render(trace: &Trace, color: bool) -> String {
     .chain(trace.steps.iter().map(|st| {
         [
             st.index.to_string(),
-            st.time.to_string(),
+            show_ms(st.state.time),
             st.actor.clone(),
             holders(&st.state),
             lock_summary(&st.state),
@@ -179,6 +180,17 @@ pub fn render(trace: &Trace, color: bool) -> String {
             line = format!("{yellow}{line}{reset}");
         } else if i == 0 {
             line = format!("{dim}{line}{reset}");
+        }
+        if let Some(gap) = step_index.and_then(|k| time::long_gap_before(trace, k)) {
+            let _ = writeln!(
+                out,
+                "{dim}   {:>w0$}  {:>w1$}  … {} pass …{reset}",
+                "",
+                "",
+                show_ms(gap),
+                w0 = widths[0],
+                w1 = widths[1],
+            );
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }

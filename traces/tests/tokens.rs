@@ -1,19 +1,13 @@
-//! Fencing tokens are drawn wherever a trace records them. No protocol of
-//! this build grants tokens yet, so the trace here is a real counterexample
-//! with tokens written into its states: the renderers read only the file.
+//! Fencing tokens are drawn wherever a trace records them. The trace is
+//! the hand-built lost update of `common`, with tokens written into its
+//! states: the renderers read only the trace.
 
-use locklab_traces::{Document, Format, Trace};
+mod common;
+
+use locklab_traces::{Format, Trace};
 
 fn trace_with_tokens() -> Trace {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/gallery/traces/naive-del.no_lost_update.json"
-    );
-    let text = std::fs::read_to_string(path).expect("the gallery has this trace");
-    let Ok(Document::Trace(t)) = Document::parse(&text) else {
-        panic!("not a trace");
-    };
-    let mut t = *t;
+    let mut t = common::lost_update();
     // Each client holds the token of its acquisition (c1: 1, c2: 2) while
     // it holds the lock; the resource remembers the highest it has seen.
     for st in &mut t.steps {

@@ -10,7 +10,7 @@
     rows[r.getAttribute("data-step")] = r;
     r.addEventListener("click", function () { go(Number(r.getAttribute("data-step"))); });
   });
-  var story = document.querySelectorAll(".story li");
+  var story = document.querySelectorAll(".story li[data-step]");
   Array.prototype.forEach.call(story, function (li) {
     li.addEventListener("click", function () { go(Number(li.getAttribute("data-step"))); });
   });
@@ -33,10 +33,27 @@
       t.appendChild(row);
     });
   }
-  function offset(o) { return o === 0 ? "0" : (o > 0 ? "+" + o : String(o)); }
+  // Times are milliseconds; shown like the Rust side's time::show_ms:
+  // µs under 1 ms, ms under 1 s, s above, six significant digits at most.
+  function showMs(ms) {
+    if (ms === null || ms === undefined || !isFinite(ms)) { return "?"; }
+    if (ms === 0) { return "0 s"; }
+    var sign = ms < 0 ? "-" : "";
+    var a = Math.abs(ms);
+    var p = Math.floor(Math.log10(a));
+    var scale = Math.pow(10, 5 - p);
+    a = Math.round(a * scale) / scale;
+    var v, unit;
+    if (a < 1) { v = a * 1000; unit = "µs"; } else if (a < 1000) { v = a; unit = "ms"; } else { v = a / 1000; unit = "s"; }
+    var whole = v >= 1 ? Math.floor(Math.log10(v)) + 1 : 1;
+    var txt = v.toFixed(Math.max(0, Math.min(9, 6 - whole)));
+    if (txt.indexOf(".") >= 0) { txt = txt.replace(/0+$/, "").replace(/\.$/, ""); }
+    return sign + txt + " " + unit;
+  }
+  function offset(o) { return o === 0 ? "0" : (o > 0 ? "+" + showMs(o) : showMs(o)); }
   function ttl(e) {
     if (e.ttl === null) { return "no expiry"; }
-    return e.expired ? "expired (" + e.ttl + ")" : e.ttl + " ticks left";
+    return e.expired || e.ttl < 0 ? "expired (" + showMs(-e.ttl) + " ago)" : showMs(e.ttl) + " left";
   }
 
   function show(k) {
@@ -44,7 +61,8 @@
     var prev = k > 0 ? data.steps[k - 1] : null;
     var s = step.state;
     slider.value = String(k);
-    document.getElementById("ll-position").textContent = "step " + k + " of " + last + " · t=" + s.time;
+    document.getElementById("ll-position").textContent = "step " + k + " of " + last + " · t=" + showMs(s.time) +
+      (prev && s.time > prev.state.time ? " (+" + showMs(s.time - prev.state.time) + ")" : "");
     var inv = document.getElementById("ll-invariant");
     var broken = step.violations.indexOf(data.invariant) >= 0;
     inv.className = broken ? "broken" : "holds";
@@ -63,9 +81,9 @@
         return [
           { text: c.id + (c.alive ? "" : " (crashed)") },
           { text: c.phase + (c.watchdog ? " · watchdog: " + c.watchdog : ""), cls: changed ? "changed" : "" },
-          { text: c.holds ? "yes" + (c.believed_lease !== null ? " (lease " + c.believed_lease + " by its clock)" : "") + (c.token !== null ? " · token " + c.token : "") : "no", cls: c.holds ? (b.gap ? "gap" : "yes") : "" },
+          { text: c.holds ? "yes" + (c.believed_lease !== null ? " (lease " + showMs(c.believed_lease) + " left by its clock)" : "") + (c.token !== null ? " · token " + c.token : "") : "no", cls: c.holds ? (b.gap ? "gap" : "yes") : "" },
           { text: b.service + (b.gap ? " — its key is gone" : ""), cls: b.gap ? "gap" : "" },
-          { text: c.paused === null ? "" : "paused" },
+          { text: c.paused === null ? "" : "paused for " + showMs(c.paused) },
           { text: offset(c.clock_offset), cls: c.clock_offset !== 0 ? "off" : "" }
         ];
       }));
@@ -98,7 +116,7 @@
     net.textContent = "";
     if (!s.network.length) { net.appendChild(el("li", "nothing in flight")); }
     s.network.forEach(function (m) {
-      net.appendChild(el("li", m.from + " → " + m.to + ": " + m.text + (m.held !== null ? " (held back by a delay)" : ""), "mono"));
+      net.appendChild(el("li", m.from + " → " + m.to + ": " + m.text + " · in flight " + showMs(m.age) + (m.held ? " (held back by a delay)" : ""), "mono"));
     });
 
     Object.keys(rows).forEach(function (key) {
