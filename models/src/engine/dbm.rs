@@ -617,15 +617,17 @@ impl Dbm {
     /// A valuation in the zone, indexed like the clocks (entry 0 is `x0 = 0`),
     /// or `None` if empty. Each clock gets its least value over the zone when
     /// that is attained; at a strict lower bound it gets the bound plus a
-    /// multiple of `1/(n+1)` (see [`solve::earliest_ticks`]), so strict bounds
-    /// hold strictly. O(n³).
+    /// multiple of `1/(n+1)` less than 1 (see [`solve::earliest_ticks`]), so
+    /// strict bounds hold strictly. O(n³) (Bellman–Ford on n² constraints).
     pub fn pick_point(&self) -> Option<Vec<Rational>> {
         if self.is_empty() {
             return None;
         }
-        let p = solve::earliest(self.n, &self.diffs());
-        debug_assert!(p.is_some(), "a non-empty canonical zone has a point");
-        p
+        // No implicit `x ≥ 0`: the zone's row 0 states the lower bounds (all
+        // finite), and a negatively shifted zone may hold negative values.
+        let (scale, ticks) = solve::least(self.n, &self.diffs(), false)
+            .expect("a non-empty canonical zone has a point");
+        Some(ticks.into_iter().map(|t| Rational::new(t, scale)).collect())
     }
 
     /// Whether the valuation `v` (entry 0 must be 0) lies in the zone,
