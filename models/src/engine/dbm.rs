@@ -213,22 +213,31 @@ impl Dbm {
             return false;
         }
         let n = self.n;
+        let mut row_k: Vec<Bound> = vec![Bound::INF; n];
         for k in 0..n {
-            for i in 0..n {
-                let dik = self.m[i * n + k];
-                if dik.is_inf() {
+            // Row k does not change while pivoting on k (D[k][k] = (0,≤)
+            // as long as no negative cycle has been seen), so a copy of it
+            // lets each row i be relaxed through plain slices.
+            row_k.copy_from_slice(&self.m[k * n..(k + 1) * n]);
+            for (i, row_i) in self.m.chunks_exact_mut(n).enumerate() {
+                let dik = row_i[k];
+                if dik.is_inf() || i == k {
                     continue;
                 }
-                for j in 0..n {
-                    let s = dik.add(self.m[k * n + j]);
-                    if s < self.m[i * n + j] {
-                        self.m[i * n + j] = s;
+                for (dst, &src) in row_i.iter_mut().zip(&row_k) {
+                    let s = dik + src;
+                    if s < *dst {
+                        *dst = s;
                     }
                 }
-                if self.m[i * n + i] < Bound::LE_ZERO {
+                if row_i[i] < Bound::LE_ZERO {
                     self.make_empty();
                     return false;
                 }
+            }
+            if self.m[k * n + k] < Bound::LE_ZERO {
+                self.make_empty();
+                return false;
             }
         }
         true
@@ -308,16 +317,19 @@ impl Dbm {
             self.make_empty();
             return false;
         }
-        for k in 0..n {
-            let dki = self.m[k * n + i];
-            if dki.is_inf() {
+        // Row j is not changed by the update (see above), so a copy of it
+        // lets each row k be updated through plain slices.
+        let row_j: Vec<Bound> = self.m[j * n..(j + 1) * n].to_vec();
+        for (k, row_k) in self.m.chunks_exact_mut(n).enumerate() {
+            let dki = row_k[i];
+            if dki.is_inf() || k == j {
                 continue;
             }
-            let via = dki.add(b);
-            for l in 0..n {
-                let s = via.add(self.m[j * n + l]);
-                if s < self.m[k * n + l] {
-                    self.m[k * n + l] = s;
+            let via = dki + b;
+            for (dst, &src) in row_k.iter_mut().zip(&row_j) {
+                let s = via + src;
+                if s < *dst {
+                    *dst = s;
                 }
             }
         }
