@@ -251,8 +251,10 @@ fn apply(z: &Dbm, op: &Op) -> Dbm {
             }
         }
         Op::Intersect(ref o) => {
+            let expect = z.intersects(o);
             let ok = z.intersect(o);
             assert_eq!(ok, !z.is_empty());
+            assert_eq!(ok, expect, "intersects disagrees with intersect");
         }
     }
     z
@@ -369,6 +371,16 @@ fn run_sequences(n: usize, seqs: usize, len: usize, samples: usize, seed: u64) {
             history.push(op.clone());
             let ctx = || format!("seq {s}, ops {history:?}, in {z:?}, out {out:?}");
             check_shape(&out, &ctx);
+            // Inclusion (pointwise on canonical forms) agrees with what the
+            // operation must do to the set (growing ones only for x ≥ 0:
+            // `free` and `down` impose it).
+            let nonneg = (1..n).all(|x| z.lower(x) <= Bound::LE_ZERO);
+            match op {
+                Op::Up => assert!(out.includes(&z), "{}", ctx()),
+                Op::Down | Op::Free(_) if nonneg => assert!(out.includes(&z), "{}", ctx()),
+                Op::Constrain(..) | Op::Intersect(_) => assert!(z.includes(&out), "{}", ctx()),
+                _ => {}
+            }
             let mut hits = 0usize;
             for_grid(n, &mut r, samples, |v| {
                 let want = oracle(&z, &op, v);
@@ -535,9 +547,42 @@ fn strictness_is_exact() {
     let mut f = Dbm::universe(3);
     f.constrain(1, 2, Bound::le(0));
     assert!(f.constrain(2, 1, Bound::le(0)));
+    // A strict chain over three clocks inside one open unit interval:
+    // 0 < x3 < x2 < x1 < 1. Non-empty in dense time, no point on a ½ grid.
+    let mut c = Dbm::universe(4);
+    assert!(c.clock_gt(3, 0));
+    assert!(c.constrain(3, 2, Bound::lt(0)));
+    assert!(c.constrain(2, 1, Bound::lt(0)));
+    assert!(c.clock_lt(1, 1));
+    let p = c.pick_point().unwrap();
+    assert!(c.contains(&p));
+    assert_eq!(
+        p,
+        vec![
+            Rational::ZERO,
+            Rational::new(3, 5),
+            Rational::new(2, 5),
+            Rational::new(1, 5)
+        ]
+    );
+    let halves = [0, 1, 2].map(|k| Rational::new(k, 2));
+    for a in halves {
+        for b in halves {
+            for d in halves {
+                assert!(!c.contains(&[Rational::ZERO, a, b, d]));
+            }
+        }
+    }
+    // The non-strict chain does contain a ½-grid point (all equal to 0).
+    let mut w = Dbm::universe(4);
+    w.constrain(3, 2, Bound::le(0));
+    w.constrain(2, 1, Bound::le(0));
+    w.clock_le(1, 1);
+    assert!(w.contains(&[Rational::ZERO; 4]));
 }
 
-/// time-and-network §2: reachable in dense time, not on a ½ grid.
+/// Strict guards need arbitrarily fine time: reachable in dense time, not on a ½
+/// grid (the folk "double the constants" digitization misses it).
 /// Edges: `l0 → l1` resets x; `l1 → l2` has guard `0 < x < 1` and resets y;
 /// `l2 → bad` has guard `y > 0 ∧ x < 1`. Also the looped version, which
 /// needs k + 2 distinct instants inside one open unit interval.

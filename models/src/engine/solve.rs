@@ -9,7 +9,7 @@
 //! Method: the system is a constraint graph; feasibility is the absence of a
 //! positive cycle in the "lower bound" relaxation `t_j ≥ t_i − c`, found by
 //! Bellman–Ford (Dill 1989; Bengtsson & Yi, *Timed automata: semantics,
-//! algorithms and tools*, LNCS 3098, 2004, §4). Strict bounds are handled
+//! algorithms and tools*, LNCS 3098, 2004). Strict bounds are handled
 //! exactly by the ε-scaling argument: a strict `t_i − t_j < c` is read as
 //! `t_i − t_j ≤ c − ε` and path weights are kept as pairs `(a, b)` meaning
 //! `a + b·ε`, compared lexicographically (ε infinitesimal). A cycle of weight
@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn strict_chain_gets_slack_and_holds() {
-        // The time-and-network §2 shape: 0 < t1 < t2 < t3 < 1.
+        // Three distinct instants inside one open unit: 0 < t1 < t2 < t3 < 1.
         let cs = [
             Diff::lt(0, 1, 0),
             Diff::lt(1, 2, 0),
