@@ -18,6 +18,7 @@ pub mod action;
 pub mod canon;
 pub mod client;
 pub mod coord;
+pub mod engine;
 pub mod faults;
 pub mod invariants;
 pub mod model;

@@ -1,0 +1,790 @@
+//! Difference-bound matrices (DBMs): zones over dense-time clocks.
+//!
+//! A zone over clocks `x1..x_{n-1}` plus the reference clock `x0 ≡ 0` is a
+//! conjunction of constraints `x_i − x_j ≺ c` (`≺ ∈ {<, ≤}`), stored as an
+//! `n × n` matrix of bounds `D[i][j]` (Dill 1989; Bengtsson & Yi, *Timed
+//! automata: semantics, algorithms and tools*, Lectures on Concurrency and
+//! Petri Nets, LNCS 3098, 2004 — "B&Y" below; its chapter on DBM algorithms
+//! is the reference for every operation here).
+//!
+//! # Invariants
+//!
+//! * **Canonical.** Every `Dbm` a public method returns is closed (all-pairs
+//!   shortest paths: `D[i][j] ≤ D[i][k] + D[k][j]`, `D[i][i] = (0, ≤)`), or
+//!   is *the* empty DBM of its dimension (every entry `(0, <)`). Two DBMs of
+//!   the same dimension are therefore `==` (and hash equal) iff they denote
+//!   the same zone, so `Dbm` can key a visited set.
+//! * **Non-negative clocks.** Zones built with these operations satisfy
+//!   `x_i ≥ 0` (`D[0][i] ≤ (0, ≤)`), except after a negative [`Dbm::shift`],
+//!   where it is the caller's job to re-impose `x ≥ 0` if that is meant.
+//! * **Exact strictness.** Bounds carry their strictness bit; `(c, <)` is a
+//!   strictly smaller (tighter) bound than `(c, ≤)`, and sums are strict if
+//!   either operand is.
+
+use std::fmt;
+use std::ops::Add;
+
+use super::solve::{self, Diff, Rational};
+
+/// One DBM entry: `(c, ≤)`, `(c, <)` or `∞`, encoded in an `i64` as
+/// `raw = (c << 1) | weak` (`weak = 1` for `≤`) so that comparing raws
+/// compares bounds, with `(c, <) < (c, ≤) < (c+1, <)`. `∞` is `i64::MAX`.
+///
+/// Constants must satisfy `|c| ≤` [`Bound::MAX_CONST`] (≈ 9·10¹⁵); entries
+/// of a canonical DBM are sums along simple paths, so they stay below
+/// `(n−1)·MAX_CONST`, far from `i64` overflow for any realistic `n`. Sums
+/// that would overflow anyway (repeated [`Dbm::shift`]s) saturate: upwards to
+/// `∞` (a sound loosening), downwards to `i64::MIN` (still "empty").
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bound(i64);
+
+impl Bound {
+    /// No constraint.
+    pub const INF: Bound = Bound(i64::MAX);
+    /// `(0, ≤)`: the diagonal, and `x ≥ 0` in row 0.
+    pub const LE_ZERO: Bound = Bound(1);
+    /// `(0, <)`.
+    pub const LT_ZERO: Bound = Bound(0);
+    /// Largest constant magnitude accepted by the constructors.
+    pub const MAX_CONST: i64 = 1 << 53;
+
+    /// `(c, <)` if `strict`, else `(c, ≤)`.
+    pub fn new(c: i64, strict: bool) -> Bound {
+        assert!(
+            c.abs() <= Self::MAX_CONST,
+            "bound constant {c} out of range"
+        );
+        Bound((c << 1) | (!strict) as i64)
+    }
+
+    /// `(c, ≤)`.
+    pub fn le(c: i64) -> Bound {
+        Bound::new(c, false)
+    }
+
+    /// `(c, <)`.
+    pub fn lt(c: i64) -> Bound {
+        Bound::new(c, true)
+    }
+
+    /// Whether this is `∞`.
+    pub fn is_inf(self) -> bool {
+        self == Bound::INF
+    }
+
+    /// The constant `c`, or `None` for `∞`.
+    pub fn constant(self) -> Option<i64> {
+        (!self.is_inf()).then_some(self.0 >> 1)
+    }
+
+    /// Whether the bound is strict (`<`); `∞` counts as strict.
+    pub fn is_strict(self) -> bool {
+        self.is_inf() || self.0 & 1 == 0
+    }
+
+    /// The raw encoding.
+    pub fn raw(self) -> i64 {
+        self.0
+    }
+}
+
+impl Add for Bound {
+    type Output = Bound;
+
+    /// Sum of two bounds (path concatenation): constants add, strict if
+    /// either is strict, `∞` absorbs, saturating as described on [`Bound`].
+    #[inline]
+    fn add(self, o: Bound) -> Bound {
+        if self.is_inf() || o.is_inf() {
+            return Bound::INF;
+        }
+        let s = (self.0 & !1).saturating_add(o.0 & !1);
+        if s >= i64::MAX - 1 {
+            return Bound::INF;
+        }
+        Bound(s | (self.0 & o.0 & 1))
+    }
+}
+
+impl fmt::Debug for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.constant() {
+            None => write!(f, "<∞"),
+            Some(c) => write!(f, "{}{}", if self.is_strict() { "<" } else { "≤" }, c),
+        }
+    }
+}
+
+/// Where a clock of a [`Dbm::remap_slots`] result comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    /// The old clock with this index (index 0 must map to `Old(0)`).
+    Old(usize),
+    /// A fresh clock, unconstrained apart from `≥ 0`.
+    Free,
+    /// A fresh clock equal to 0 (just reset).
+    Zero,
+}
+
+/// A zone, kept canonical (see the module documentation).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Dbm {
+    n: usize,
+    m: Vec<Bound>,
+}
+
+/// Per-clock extrapolation constant meaning "this clock is never compared
+/// with a constant" (−∞ in Behrmann et al. 2006).
+pub const NO_BOUND: i64 = i64::MIN;
+
+impl Dbm {
+    fn filled(n: usize, b: Bound) -> Dbm {
+        assert!(n >= 1, "a DBM has at least the reference clock x0");
+        Dbm {
+            n,
+            m: vec![b; n * n],
+        }
+    }
+
+    #[inline]
+    fn at(&self, i: usize, j: usize) -> Bound {
+        self.m[i * self.n + j]
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, j: usize, b: Bound) {
+        self.m[i * self.n + j] = b;
+    }
+
+    fn make_empty(&mut self) {
+        // The one representation of ∅: no closed DBM has (0,<) on its
+        // diagonal, so this never collides with a non-empty zone.
+        self.m.fill(Bound::LT_ZERO);
+    }
+
+    /// The zone where every clock is 0. O(n²).
+    pub fn zero(n: usize) -> Dbm {
+        Dbm::filled(n, Bound::LE_ZERO)
+    }
+
+    /// The zone of all valuations with every clock `≥ 0`. O(n²).
+    pub fn universe(n: usize) -> Dbm {
+        let mut d = Dbm::filled(n, Bound::INF);
+        for j in 0..n {
+            d.set(0, j, Bound::LE_ZERO);
+            d.set(j, j, Bound::LE_ZERO);
+        }
+        d
+    }
+
+    /// The empty zone of dimension `n`. O(n²).
+    pub fn empty(n: usize) -> Dbm {
+        Dbm::filled(n, Bound::LT_ZERO)
+    }
+
+    /// Number of clocks including `x0`.
+    pub fn dim(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the zone is empty. O(1).
+    pub fn is_empty(&self) -> bool {
+        self.m[0] < Bound::LE_ZERO
+    }
+
+    /// The entry `D[i][j]`: the tightest `b` with `x_i − x_j ≺ b` on the zone
+    /// (meaningless on the empty zone).
+    pub fn bound(&self, i: usize, j: usize) -> Bound {
+        self.at(i, j)
+    }
+
+    /// `D[x][0]`: the upper bound of `x` (`x ≺ c`).
+    pub fn upper(&self, x: usize) -> Bound {
+        self.at(x, 0)
+    }
+
+    /// `D[0][x]`: the lower bound of `x` as `−x ≺ c`, i.e. `x ≥ −c` (or `>`).
+    pub fn lower(&self, x: usize) -> Bound {
+        self.at(0, x)
+    }
+
+    /// Floyd–Warshall; empties the DBM on a negative cycle. O(n³).
+    fn close(&mut self) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let n = self.n;
+        let mut row_k: Vec<Bound> = vec![Bound::INF; n];
+        for k in 0..n {
+            // Row k does not change while pivoting on k (D[k][k] = (0,≤)
+            // as long as no negative cycle has been seen), so a copy of it
+            // lets each row i be relaxed through plain slices.
+            row_k.copy_from_slice(&self.m[k * n..(k + 1) * n]);
+            for (i, row_i) in self.m.chunks_exact_mut(n).enumerate() {
+                let dik = row_i[k];
+                if dik.is_inf() || i == k {
+                    continue;
+                }
+                for (dst, &src) in row_i.iter_mut().zip(&row_k) {
+                    let s = dik + src;
+                    if s < *dst {
+                        *dst = s;
+                    }
+                }
+                if row_i[i] < Bound::LE_ZERO {
+                    self.make_empty();
+                    return false;
+                }
+            }
+            if self.m[k * n + k] < Bound::LE_ZERO {
+                self.make_empty();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the DBM is closed (or the canonical empty DBM). For tests and
+    /// debug assertions. O(n³).
+    pub fn is_canonical(&self) -> bool {
+        if self.is_empty() {
+            return self.m.iter().all(|&b| b == Bound::LT_ZERO);
+        }
+        let n = self.n;
+        (0..n).all(|i| self.at(i, i) == Bound::LE_ZERO)
+            && (0..n).all(|i| {
+                (0..n).all(|j| (0..n).all(|k| self.at(i, j) <= self.at(i, k).add(self.at(k, j))))
+            })
+    }
+
+    /// Delay (future): `{v + d | v ∈ Z, d ≥ 0}`. Removes upper bounds
+    /// (B&Y "up"); differences and lower bounds are invariant under delay.
+    /// The result stays closed: the new `∞` entries satisfy every triangle
+    /// inequality trivially, and no other entry changed or had a shorter
+    /// path through an entry that grew. O(n).
+    pub fn up(&mut self) {
+        if self.is_empty() {
+            return;
+        }
+        for i in 1..self.n {
+            self.set(i, 0, Bound::INF);
+        }
+    }
+
+    /// Past: `{v − d ≥ 0 | v ∈ Z, d ≥ 0}`. Sets each lower bound to the
+    /// tightest of `x_i ≥ 0` and `x_i ≥ x_j − D[j][i]` (B&Y "down"). That is
+    /// closed when all clocks are non-negative; if a negative shift broke that
+    /// precondition the result is re-closed. O(n²) (O(n³) in that case).
+    pub fn down(&mut self) {
+        if self.is_empty() {
+            return;
+        }
+        let n = self.n;
+        let nonneg = (1..n).all(|i| self.at(0, i) <= Bound::LE_ZERO);
+        for i in 1..n {
+            let mut b = Bound::LE_ZERO;
+            for j in 1..n {
+                b = b.min(self.at(j, i));
+            }
+            self.set(0, i, b);
+        }
+        if !nonneg {
+            self.close();
+        }
+    }
+
+    /// Intersect with `x_i − x_j ≺ b`; returns whether the zone is still
+    /// non-empty. Incremental closure: a new shortest `k → l` path uses the
+    /// tightened edge at most once, so `D[k][l] := min(D[k][l],
+    /// D[k][i] + b + D[j][l])`; column `i` and row `j` are unchanged by that
+    /// update once `D[j][i] + b ≥ (0, ≤)` has been checked. O(n²), O(1) if
+    /// the constraint is already implied.
+    pub fn constrain(&mut self, i: usize, j: usize, b: Bound) -> bool {
+        let n = self.n;
+        assert!(i < n && j < n, "clock index out of range");
+        if self.is_empty() {
+            return false;
+        }
+        if i == j {
+            if b < Bound::LE_ZERO {
+                self.make_empty();
+                return false;
+            }
+            return true;
+        }
+        if b >= self.at(i, j) {
+            return true;
+        }
+        if self.at(j, i).add(b) < Bound::LE_ZERO {
+            self.make_empty();
+            return false;
+        }
+        // Row j is not changed by the update (see above), so a copy of it
+        // lets each row k be updated through plain slices.
+        let row_j: Vec<Bound> = self.m[j * n..(j + 1) * n].to_vec();
+        for (k, row_k) in self.m.chunks_exact_mut(n).enumerate() {
+            let dki = row_k[i];
+            if dki.is_inf() || k == j {
+                continue;
+            }
+            let via = dki + b;
+            for (dst, &src) in row_k.iter_mut().zip(&row_j) {
+                let s = via + src;
+                if s < *dst {
+                    *dst = s;
+                }
+            }
+        }
+        true
+    }
+
+    /// `x ≤ c`. O(n²).
+    pub fn clock_le(&mut self, x: usize, c: i64) -> bool {
+        self.constrain(x, 0, Bound::le(c))
+    }
+
+    /// `x < c`. O(n²).
+    pub fn clock_lt(&mut self, x: usize, c: i64) -> bool {
+        self.constrain(x, 0, Bound::lt(c))
+    }
+
+    /// `x ≥ c`. O(n²).
+    pub fn clock_ge(&mut self, x: usize, c: i64) -> bool {
+        self.constrain(0, x, Bound::le(-c))
+    }
+
+    /// `x > c`. O(n²).
+    pub fn clock_gt(&mut self, x: usize, c: i64) -> bool {
+        self.constrain(0, x, Bound::lt(-c))
+    }
+
+    /// `x := 0`. O(n).
+    pub fn reset(&mut self, x: usize) {
+        self.assign(x, 0);
+    }
+
+    /// `x := c` (`c ≥ 0`). Row/column of `x` become those of `x0` shifted by
+    /// `c` (B&Y "reset"); closed because `x` is now a translate of `x0`.
+    /// O(n).
+    pub fn assign(&mut self, x: usize, c: i64) {
+        assert!(x >= 1 && x < self.n, "cannot assign x0 or out of range");
+        assert!(c >= 0, "clock value must be non-negative");
+        if self.is_empty() {
+            return;
+        }
+        let pos = Bound::le(c);
+        let neg = Bound::le(-c);
+        for j in 0..self.n {
+            self.set(x, j, pos.add(self.at(0, j)));
+            self.set(j, x, self.at(j, 0).add(neg));
+        }
+        self.set(x, x, Bound::LE_ZERO);
+    }
+
+    /// `x := y`. Row/column of `x` become those of `y` (B&Y "copy").
+    /// O(n).
+    pub fn copy(&mut self, x: usize, y: usize) {
+        assert!(x >= 1 && x < self.n && y < self.n, "bad clock index");
+        if self.is_empty() || x == y {
+            return;
+        }
+        for j in 0..self.n {
+            self.set(x, j, self.at(y, j));
+            self.set(j, x, self.at(j, y));
+        }
+        self.set(x, x, Bound::LE_ZERO);
+        self.set(x, y, Bound::LE_ZERO);
+        self.set(y, x, Bound::LE_ZERO);
+    }
+
+    /// Forget `x` (any value `≥ 0`): `D[x][j] := ∞`, `D[j][x] := D[j][0]`
+    /// (B&Y "free"); closed because the only paths into `x` left are
+    /// through `x0`. O(n).
+    pub fn free(&mut self, x: usize) {
+        assert!(x >= 1 && x < self.n, "cannot free x0 or out of range");
+        if self.is_empty() {
+            return;
+        }
+        for j in 0..self.n {
+            if j != x {
+                self.set(x, j, Bound::INF);
+                self.set(j, x, self.at(j, 0));
+            }
+        }
+    }
+
+    /// `x := x + c` (a clock jump; `c` may be negative). Adds `c` to row `x`
+    /// and subtracts it from column `x`; every path through `x` changes by
+    /// the same amount entering and leaving, so closure is preserved. O(n).
+    ///
+    /// With `c < 0` the result may contain valuations with `x < 0`; DBMs
+    /// represent them, but extrapolation and [`Dbm::down`]'s fast path assume
+    /// non-negative clocks, so a caller that means "clocks are ages" must
+    /// follow with `clock_ge(x, 0)` (or argue the jump cannot go below 0).
+    pub fn shift(&mut self, x: usize, c: i64) {
+        assert!(x >= 1 && x < self.n, "cannot shift x0 or out of range");
+        if self.is_empty() {
+            return;
+        }
+        let pos = Bound::le(c);
+        let neg = Bound::le(-c);
+        for j in 0..self.n {
+            if j != x {
+                self.set(x, j, self.at(x, j).add(pos));
+                self.set(j, x, self.at(j, x).add(neg));
+            }
+        }
+    }
+
+    /// `self ∩ other`; returns whether non-empty. Pointwise minimum, then
+    /// re-closed. O(n³).
+    pub fn intersect(&mut self, other: &Dbm) -> bool {
+        assert_eq!(self.n, other.n, "dimension mismatch");
+        if self.is_empty() {
+            return false;
+        }
+        if other.is_empty() {
+            self.make_empty();
+            return false;
+        }
+        let mut changed = false;
+        for (a, &b) in self.m.iter_mut().zip(&other.m) {
+            if b < *a {
+                *a = b;
+                changed = true;
+            }
+        }
+        !changed || self.close()
+    }
+
+    /// Whether `self ∩ other ≠ ∅`. O(n³).
+    pub fn intersects(&self, other: &Dbm) -> bool {
+        self.clone().intersect(other)
+    }
+
+    /// Whether `self ⊇ other`: pointwise on canonical forms (B&Y). O(n²).
+    pub fn includes(&self, other: &Dbm) -> bool {
+        assert_eq!(self.n, other.n, "dimension mismatch");
+        if other.is_empty() {
+            return true;
+        }
+        if self.is_empty() {
+            return false;
+        }
+        other.m.iter().zip(&self.m).all(|(a, b)| a <= b)
+    }
+
+    /// Re-layout: new clock `k` is old clock `map[k]`, or a fresh free clock
+    /// for `None`. Same as [`Dbm::remap_slots`] with `Slot::Free`.
+    pub fn remap(&self, map: &[Option<usize>]) -> Dbm {
+        let slots: Vec<Slot> = map
+            .iter()
+            .map(|s| s.map_or(Slot::Free, Slot::Old))
+            .collect();
+        self.remap_slots(&slots)
+    }
+
+    /// Re-layout into a DBM of dimension `map.len()`: new clock `k` takes old
+    /// clock `i` for `Slot::Old(i)` (dropping, permuting, or duplicating old
+    /// clocks), or is a fresh clock (`Free`: any value ≥ 0; `Zero`: equal to
+    /// 0). `map[0]` must be `Old(0)`. O(n'²), no re-closure:
+    ///
+    /// * The sub-matrix of a closed DBM on any index set (with repetitions)
+    ///   is closed: the triangle inequality `D[i][j] ≤ D[i][k] + D[k][j]`
+    ///   holds for all triples, so for the kept ones; and in a canonical DBM
+    ///   every entry is attained, so a solution of the sub-system extends to
+    ///   the dropped clocks — the sub-matrix is exactly the projection (B&Y:
+    ///   canonical DBMs are projection-closed, which is also why `free`
+    ///   is O(n)).
+    /// * A `Zero` clock is a copy of `x0`: its row/column are `x0`'s.
+    /// * A `Free` clock has row `∞` and column `D[j][0]` (as after `free`):
+    ///   any path through it costs at least a path through `x0`.
+    pub fn remap_slots(&self, map: &[Slot]) -> Dbm {
+        let n2 = map.len();
+        assert!(n2 >= 1 && map[0] == Slot::Old(0), "map[0] must be Old(0)");
+        for s in map {
+            if let Slot::Old(i) = s {
+                assert!(*i < self.n, "old clock {i} out of range");
+            }
+        }
+        if self.is_empty() {
+            return Dbm::empty(n2);
+        }
+        // Old row/column standing for each new clock; None for Free.
+        let src: Vec<Option<usize>> = map
+            .iter()
+            .map(|s| match *s {
+                Slot::Old(i) => Some(i),
+                Slot::Zero => Some(0),
+                Slot::Free => None,
+            })
+            .collect();
+        let mut out = Dbm::filled(n2, Bound::INF);
+        for (k, &sk) in src.iter().enumerate() {
+            let Some(ok) = sk else {
+                // Row of a free clock stays ∞ (diagonal set below).
+                out.set(k, k, Bound::LE_ZERO);
+                continue;
+            };
+            let row = &self.m[ok * self.n..(ok + 1) * self.n];
+            for (l, &sl) in src.iter().enumerate() {
+                // Column of a free clock: x_k − x_l ≺ D[k][0].
+                let b = row[sl.unwrap_or(0)];
+                out.m[k * n2 + l] = if k == l { Bound::LE_ZERO } else { b };
+            }
+        }
+        out
+    }
+
+    /// Extra⁺_M: [`Dbm::extrapolate_lu`] with `L = U = m`.
+    pub fn extrapolate_max(&mut self, m: &[i64]) {
+        self.extrapolate_lu(m, m);
+    }
+
+    /// Extra⁺_LU (Behrmann, Bouyer, Larsen, Pelánek, *Lower and upper bounds
+    /// in zone-based abstractions of timed automata*, STTT 8(3), 2006,
+    /// doi 10.1007/s10009-005-0190-0),
+    /// then re-closed. `l[x]`/`u[x]` are the largest constants `x` is
+    /// compared with in lower-bound (`x > c`, `x ≥ c`) / upper-bound (`x < c`,
+    /// `x ≤ c`) guards and invariants reachable from the current discrete
+    /// state, or [`NO_BOUND`] if none (then `x` is freed); index 0 is ignored.
+    /// The result includes the zone (it only loosens entries) and has finitely
+    /// many possible values for fixed `l`, `u`, which makes the zone graph
+    /// finite. O(n²) + O(n³) for the closure.
+    ///
+    /// Soundness (reachability is preserved both ways) needs: clocks are
+    /// non-negative; guards are diagonal-free (Bouyer, *Forward analysis of
+    /// updatable timed automata*, FMSD 24(3), 2004: with `x − y ≺ c` guards
+    /// this abstraction is unsound); and the bounds include every constant
+    /// that updates can bring into play — for a clock that may be
+    /// [`Dbm::shift`]ed by up to `J` in total before a comparison with `c`,
+    /// use `c + J`; an [`Dbm::assign`] `x := c` followed by comparisons is
+    /// covered by the comparisons' own constants.
+    pub fn extrapolate_lu(&mut self, l: &[i64], u: &[i64]) {
+        let n = self.n;
+        assert!(l.len() >= n && u.len() >= n, "need a bound per clock");
+        for x in 1..n {
+            assert!(l[x] >= 0 || l[x] == NO_BOUND, "L must be ≥ 0 or NO_BOUND");
+            assert!(u[x] >= 0 || u[x] == NO_BOUND, "U must be ≥ 0 or NO_BOUND");
+        }
+        if self.is_empty() {
+            return;
+        }
+        // `b > (k, ≤)`, with NO_BOUND = −∞.
+        let above = |b: Bound, k: i64| k == NO_BOUND || b > Bound::le(k);
+        // Lower bound of the clock (row-0 entry `b`) strictly above `k`:
+        // `−b > (k, ≤)`, i.e. `b < (−k, ≤)`.
+        let lower_above = |b: Bound, k: i64| k == NO_BOUND || b < Bound::le(-k);
+        let row0: Vec<Bound> = self.m[..n].to_vec();
+        let mut changed = false;
+        for i in 0..n {
+            for j in 0..n {
+                if i == j {
+                    continue;
+                }
+                let d = self.at(i, j);
+                let nb = if i != 0 && (above(d, l[i]) || lower_above(row0[i], l[i])) {
+                    Bound::INF
+                } else if j != 0 && lower_above(row0[j], u[j]) {
+                    if i != 0 {
+                        Bound::INF
+                    } else if u[j] == NO_BOUND {
+                        Bound::LE_ZERO
+                    } else {
+                        Bound::lt(-u[j])
+                    }
+                } else {
+                    d
+                };
+                if nb != d {
+                    debug_assert!(nb > d, "extrapolation only loosens");
+                    self.set(i, j, nb);
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.close();
+        }
+    }
+
+    /// The difference constraints of the zone (finite off-diagonal entries),
+    /// over times `t_i = x_i`.
+    fn diffs(&self) -> Vec<Diff> {
+        let n = self.n;
+        let mut cs = Vec::new();
+        for i in 0..n {
+            for j in 0..n {
+                let b = self.at(i, j);
+                if let (false, Some(c)) = (i == j, b.constant()) {
+                    cs.push(Diff {
+                        i,
+                        j,
+                        c,
+                        strict: b.is_strict(),
+                    });
+                }
+            }
+        }
+        cs
+    }
+
+    /// A valuation in the zone, indexed like the clocks (entry 0 is `x0 = 0`),
+    /// or `None` if empty. Each clock gets its least value over the zone when
+    /// that is attained; at a strict lower bound it gets the bound plus a
+    /// multiple of `1/(n+1)` less than 1 (see [`solve::earliest_ticks`]), so
+    /// strict bounds hold strictly. O(n³) (Bellman–Ford on n² constraints).
+    pub fn pick_point(&self) -> Option<Vec<Rational>> {
+        if self.is_empty() {
+            return None;
+        }
+        // No implicit `x ≥ 0`: the zone's row 0 states the lower bounds (all
+        // finite), and a negatively shifted zone may hold negative values.
+        let (scale, ticks) = solve::least(self.n, &self.diffs(), false)
+            .expect("a non-empty canonical zone has a point");
+        Some(ticks.into_iter().map(|t| Rational::new(t, scale)).collect())
+    }
+
+    /// Whether the valuation `v` (entry 0 must be 0) lies in the zone,
+    /// exactly. O(n²).
+    pub fn contains(&self, v: &[Rational]) -> bool {
+        assert_eq!(v.len(), self.n, "valuation length");
+        if self.is_empty() {
+            return false;
+        }
+        self.diffs().iter().all(|d| d.holds(v))
+    }
+
+    fn name(i: usize) -> String {
+        if i == 0 {
+            "0".to_string()
+        } else {
+            format!("x{i}")
+        }
+    }
+}
+
+/// Constraints in a readable, non-redundant-ish form: per clock
+/// `a ≤ x ≤ b` (strictness shown), then differences not implied by the two
+/// clocks' bounds. `false` for the empty zone, `true` for the universe.
+impl fmt::Display for Dbm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return write!(f, "false");
+        }
+        let n = self.n;
+        let op = |b: Bound| if b.is_strict() { "<" } else { "≤" };
+        let mut parts: Vec<String> = Vec::new();
+        for x in 1..n {
+            let lo = self.at(0, x);
+            let hi = self.at(x, 0);
+            let name = Dbm::name(x);
+            let lo_s = (lo != Bound::LE_ZERO)
+                .then(|| format!("{} {} ", -lo.constant().unwrap_or(0), op(lo)));
+            let hi_s = hi.constant().map(|c| format!(" {} {}", op(hi), c));
+            if lo_s.is_some() || hi_s.is_some() {
+                parts.push(format!(
+                    "{}{}{}",
+                    lo_s.unwrap_or_default(),
+                    name,
+                    hi_s.unwrap_or_default()
+                ));
+            }
+        }
+        for i in 1..n {
+            for j in 1..n {
+                let b = self.at(i, j);
+                if i == j || b.is_inf() || b == self.at(i, 0).add(self.at(0, j)) {
+                    continue;
+                }
+                parts.push(format!(
+                    "{} − {} {} {}",
+                    Dbm::name(i),
+                    Dbm::name(j),
+                    op(b),
+                    b.constant().unwrap_or(0)
+                ));
+            }
+        }
+        if parts.is_empty() {
+            write!(f, "true")
+        } else {
+            write!(f, "{}", parts.join(" ∧ "))
+        }
+    }
+}
+
+impl fmt::Debug for Dbm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Dbm[{}]{{{}}}", self.n, self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bound_encoding_and_order() {
+        assert!(Bound::lt(1) < Bound::le(1));
+        assert!(Bound::le(1) < Bound::lt(2));
+        assert!(Bound::le(-3) < Bound::lt(-2));
+        assert!(Bound::le(Bound::MAX_CONST) < Bound::INF);
+        assert_eq!(Bound::le(3).constant(), Some(3));
+        assert_eq!(Bound::lt(-3).constant(), Some(-3));
+        assert!(Bound::lt(-3).is_strict() && !Bound::le(-3).is_strict());
+        assert_eq!(Bound::le(2).add(Bound::le(3)), Bound::le(5));
+        assert_eq!(Bound::le(2).add(Bound::lt(-3)), Bound::lt(-1));
+        assert_eq!(Bound::lt(2).add(Bound::lt(3)), Bound::lt(5));
+        assert_eq!(Bound::lt(2).add(Bound::INF), Bound::INF);
+        assert_eq!(Bound::INF.add(Bound::le(-5)), Bound::INF);
+        // Large magnitudes: exact up to MAX_CONST, saturating beyond i64.
+        let big = Bound::le(1_000_000_000_000_000);
+        assert_eq!(big.add(big).constant(), Some(2_000_000_000_000_000));
+        let huge = Bound(i64::MAX - 3);
+        assert_eq!(huge.add(huge), Bound::INF);
+        let tiny = Bound(i64::MIN + 2);
+        assert!(tiny.add(tiny) < Bound::LT_ZERO);
+    }
+
+    #[test]
+    fn strict_and_weak_upper_bounds_differ() {
+        let mut a = Dbm::universe(2);
+        let mut b = Dbm::universe(2);
+        a.clock_lt(1, 1);
+        b.clock_le(1, 1);
+        assert_ne!(a, b);
+        assert!(b.includes(&a) && !a.includes(&b));
+        let one = vec![Rational::ZERO, Rational::integer(1)];
+        assert!(b.contains(&one) && !a.contains(&one));
+        // x < 1 ∧ x ≥ 1 is empty, x ≤ 1 ∧ x ≥ 1 is not.
+        assert!(!a.clock_ge(1, 1));
+        assert!(b.clock_ge(1, 1));
+        assert_eq!(a, Dbm::empty(2));
+    }
+
+    #[test]
+    fn up_keeps_strict_lower_bound() {
+        let mut z = Dbm::universe(2);
+        z.clock_gt(1, 2);
+        z.clock_le(1, 3);
+        z.up();
+        assert_eq!(z.lower(1), Bound::lt(-2));
+        assert!(z.upper(1).is_inf());
+        assert_eq!(format!("{z}"), "2 < x1");
+    }
+
+    #[test]
+    fn display_shows_constraints() {
+        let mut z = Dbm::zero(3);
+        z.up();
+        z.clock_lt(1, 4);
+        z.reset(2);
+        z.clock_ge(1, 1);
+        assert_eq!(format!("{z}"), "1 ≤ x1 < 4 ∧ x2 ≤ 0");
+        z.up();
+        assert_eq!(format!("{z}"), "1 ≤ x1 ∧ x1 − x2 < 4 ∧ x2 − x1 ≤ -1");
+        assert_eq!(format!("{}", Dbm::universe(3)), "true");
+        assert_eq!(format!("{:?}", Dbm::empty(2)), "Dbm[2]{false}");
+    }
+}

@@ -1,0 +1,7 @@
+//! The dense-time clock-zone engine: difference-bound matrices ([`dbm`]) for
+//! the symbolic search, and an exact difference-constraint solver ([`solve`])
+//! that turns a symbolic path into concrete rational timestamps and validates
+//! them independently of the zone code.
+
+pub mod dbm;
+pub mod solve;
