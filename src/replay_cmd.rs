@@ -2,7 +2,7 @@
 //! processes and report whether reality conforms to the model.
 
 use crate::util::Failure;
-use locklab_replay::{DEFAULT_TICK_MS, Error, Options, ServerOptions, interrupt, replay};
+use locklab_replay::{CoordOptions, Error, Options, ServerOptions, interrupt, replay};
 use locklab_traces::{Document, Trace};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,17 +33,29 @@ pub struct ReplayArgs {
     /// From a check report, replay the trace of this invariant [default: the first violated one]
     #[arg(long, value_name = "NAME")]
     pub invariant: Option<String>,
-    /// Real milliseconds per model tick (20..=60000)
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TICK_MS)]
-    pub tick_ms: u64,
+    /// Real milliseconds per model tick (20..=60000) [default: 200 on Redis, 2000 on etcd (whole-second leases), 500 on ZooKeeper]
+    #[arg(long, value_name = "MS")]
+    pub tick_ms: Option<u64>,
     /// The redis-server binary to run
     #[arg(long, value_name = "PATH", default_value = "redis-server")]
     pub redis_server: PathBuf,
+    /// The etcd binary to run (for etcd and fencing traces)
+    #[arg(long, value_name = "PATH", default_value = "etcd")]
+    pub etcd: PathBuf,
+    /// The ZooKeeper server jar (for zookeeper traces)
+    #[arg(long, value_name = "PATH", default_value = CoordOptions::DEFAULT_ZOOKEEPER_JAR)]
+    pub zookeeper_jar: PathBuf,
+    /// The java binary that runs ZooKeeper
+    #[arg(long, value_name = "PATH", default_value = "java")]
+    pub java: PathBuf,
     /// Put the servers on consecutive ports from this one [default: free ports]
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
+    /// Replay only steps 1 to N (a prefix, e.g. a fault-free acquisition): conformance only, the violation is not judged
+    #[arg(long, value_name = "N")]
+    pub until: Option<usize>,
     /// How long a server may take to come up (and a replica to sync), in ms
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    #[arg(long, value_name = "MS", default_value_t = 10000)]
     pub start_timeout_ms: u64,
 }
 
@@ -89,6 +101,15 @@ pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
             start_timeout: Duration::from_millis(args.start_timeout_ms),
             reply_timeout: Duration::from_secs(2),
         },
+        coord: CoordOptions {
+            etcd: args.etcd.clone(),
+            zookeeper_jar: args.zookeeper_jar.clone(),
+            java: args.java.clone(),
+            base_port: args.base_port,
+            start_timeout: Duration::from_millis(args.start_timeout_ms.max(1)),
+            reply_timeout: Duration::from_secs(2),
+        },
+        until: args.until,
     };
     interrupt::install();
     match replay(&trace, &opts) {

@@ -510,7 +510,7 @@ fn ctrl_c_stops_every_server() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(
-        err.contains("interrupted; every redis-server it started is stopped"),
+        err.contains("interrupted; every server it started is stopped"),
         "{err}"
     );
     for s in servers {

@@ -17,12 +17,18 @@
 //! restarts by `kill -9` and a fresh empty start, failover by the recipe
 //! that really loses an unreplicated write.
 
+pub mod coord_driver;
+pub mod coordsrv;
 pub mod driver;
+pub mod etcd;
 pub mod report;
 pub mod resp;
 pub mod servers;
+pub mod timemap;
+pub mod zk;
 
-pub use driver::{DEFAULT_TICK_MS, Options, replay};
+pub use coordsrv::CoordOptions;
+pub use driver::{DEFAULT_TICK_MS, Options, replay, system_of};
 pub use report::Report;
 pub use servers::ServerOptions;
 
@@ -44,9 +50,7 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Input(m) | Error::Env(m) => f.write_str(m),
-            Error::Interrupted => {
-                f.write_str("interrupted; every redis-server it started is stopped")
-            }
+            Error::Interrupted => f.write_str("interrupted; every server it started is stopped"),
         }
     }
 }
@@ -66,24 +70,15 @@ pub mod interrupt {
     }
 
     /// Catches SIGINT and SIGTERM for the rest of the process.
-    #[cfg(unix)]
     pub fn install() {
-        unsafe extern "C" {
-            fn signal(signum: i32, handler: usize) -> usize;
-        }
-        const SIGINT: i32 = 2;
-        const SIGTERM: i32 = 15;
         let handler: extern "C" fn(i32) = on_signal;
         // SAFETY: the handler only stores to an atomic, which is
         // async-signal-safe.
         unsafe {
-            signal(SIGINT, handler as usize);
-            signal(SIGTERM, handler as usize);
+            libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+            libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
         }
     }
-
-    #[cfg(not(unix))]
-    pub fn install() {}
 
     pub fn interrupted() -> bool {
         INTERRUPTED.load(Ordering::SeqCst)
