@@ -1,5 +1,5 @@
-//! `locklab replay`: run a counterexample against real redis-server
-//! processes and report whether reality conforms to the model.
+//! `locklab replay`: run a counterexample against real redis-server, etcd
+//! or ZooKeeper processes and report whether reality conforms to the model.
 
 use crate::util::Failure;
 use locklab_replay::{CoordOptions, Error, Options, ServerOptions, interrupt, replay};
@@ -12,19 +12,21 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_long_help = "Starts the redis-server processes the trace needs on 127.0.0.1 (free ports, a fresh \
-empty --dir each, no persistence), drives the trace step by step over its own RESP \
-connections, and prints, for every step, the reply the model predicted beside the \
-reply real Redis gave, and the real lock state beside the model's. Client pauses, \
-crashes and lost or delayed messages are the driver's choices (it plays every \
-client); server clock jumps go through a small clock-shift shim preloaded into that \
-server (compiled with cc at run time); restarts are kill -9 and a fresh start; a \
-failover freezes and cuts off the replica before the write the model loses.
+    after_long_help = "Starts the servers the trace needs on 127.0.0.1 (free ports, a fresh \
+empty directory each, no persistence): redis-server for the Redis protocols, a single-node etcd \
+for etcd and fencing, a standalone ZooKeeper for zookeeper. It drives the trace step by step as \
+every client, and prints, for every step, the reply the model predicted beside the \
+reply the real server gave, and the real lock state beside the model's. Client pauses, \
+crashes and lost or delayed messages are the driver's choices (a paused client sends no \
+keepalive or ping, so its lease or session expires on the server's own clock); server clock \
+jumps go through a small clock-shift shim preloaded into that Redis server (compiled with cc \
+at run time); restarts are kill -9 and a fresh start; a failover freezes and cuts off the \
+replica before the write the model loses.
 
 Exit codes: 0 every reply and reading matched the model and the violation happened \
-for real; 1 a mismatch (or the violation did not happen); 2 bad input or \
-environment (redis-server missing, port in use, a server not up in time, the driver \
-falling behind its real-time schedule); 130 \
+for real (with --until: every reply and reading matched); 1 a mismatch (or the violation \
+did not happen); 2 bad input or environment (a server missing, port in use, a server not \
+up in time, the driver falling behind its real-time schedule); 130 \
 interrupted. Every server started is stopped in every case."
 )]
 pub struct ReplayArgs {

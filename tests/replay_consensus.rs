@@ -1,0 +1,579 @@
+//! `locklab replay` of the consensus protocols on real servers: `zookeeper`
+//! on a real ZooKeeper, `etcd` and `fencing` on a real etcd. Every trace
+//! comes from the search (`locklab check --json`), never written by hand;
+//! a fault-free acquisition is the checker's trace up to its first
+//! acquisition, before any fault (`replay --until`).
+//!
+//! Needs `etcd` (Debian: etcd-server) and ZooKeeper (Debian: zookeeper,
+//! with Java), which `.ci/run` installs. A missing server fails the test
+//! when `CI=true`, and otherwise prints a visible `SKIPPED:` line to stderr.
+//! Every test checks that every server PID it saw is gone afterwards.
+//!
+//! etcd counts lease TTLs in whole seconds, so etcd replays run with 2 s
+//! ticks; the etcd searches use `--ttl 2` (a 5 s lease) to keep them short.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn locklab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!(
+        "locklab-consensus-test-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    Scratch(d)
+}
+
+const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// Whether the server a test needs is installed. Missing: a failure under
+/// `CI=true`, a visible SKIPPED line otherwise.
+fn have(test: &str, system: &str) -> bool {
+    let (ok, why, pkg) = match system {
+        "etcd" => (
+            Command::new("etcd")
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success()),
+            "etcd is not installed",
+            "etcd-server",
+        ),
+        _ => (
+            Path::new(ZOOKEEPER_JAR).exists()
+                && Command::new("java")
+                    .arg("-version")
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success()),
+            "ZooKeeper (or java) is not installed",
+            "zookeeper",
+        ),
+    };
+    if ok {
+        return true;
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: {why}: CI must run it (apt-get install {pkg})");
+    }
+    eprintln!("SKIPPED: {test}: {why} (apt-get install {pkg})");
+    false
+}
+
+/// Runs the search and writes its report; the search must find the violation.
+fn check(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let out = dir.join(format!("{name}.json"));
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-fault-analysis", "--json", out.to_str().unwrap()]);
+    let o = locklab(&all);
+    assert_eq!(o.status.code(), Some(1), "{all:?}: {}", text(&o.stderr));
+    out
+}
+
+/// PIDs from the report's cleanup line.
+fn pids(stdout: &str) -> Vec<u32> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("cleanup:"))
+        .expect("a cleanup line");
+    let start = line.find("(pids ").expect("pids") + 6;
+    let end = start + line[start..].find(';').expect("end of the pid list");
+    line[start..end]
+        .split(", ")
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+fn running(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn all_gone(out: &str) {
+    let ps = pids(out);
+    assert!(!ps.is_empty(), "{out}");
+    for p in ps {
+        assert!(!running(p), "server pid {p} is still running");
+    }
+}
+
+/// Replays `file` (with `extra` options) and requires exit 0, every step
+/// conforming and every server gone.
+fn replays(file: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["replay", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = locklab(&args);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", text(&o.stderr));
+    assert!(out.contains("conformance: CONFORMS."), "{out}");
+    assert!(!out.contains('✗'), "a step disagreed:\n{out}");
+    all_gone(&out);
+    out
+}
+
+/// The step (1-based) at which a client first believes it holds the lock,
+/// in the checker's trace; no fault comes before it.
+fn first_acquisition(file: &Path) -> usize {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let steps = json["traces"][0]["steps"].as_array().expect("steps");
+    for s in steps {
+        let label = s["label"].as_str().unwrap_or("");
+        let action = s["action"]["action"].as_str().unwrap_or("");
+        assert!(
+            ["step", "deliver", "tick", "watchdog"].contains(&action),
+            "a fault ({action}) before the first acquisition: {label}"
+        );
+        if label.contains("now believes it holds the lock") {
+            return s["index"].as_u64().unwrap() as usize;
+        }
+    }
+    panic!("no acquisition in the trace")
+}
+
+#[test]
+fn zookeeper_pause_expires_the_holders_session_on_real_zookeeper() {
+    let t = "zookeeper_pause_expires_the_holders_session_on_real_zookeeper";
+    let _g = serial();
+    if !have(t, "zookeeper") {
+        return;
+    }
+    let d = scratch("zk");
+    let f = check(
+        &d,
+        "zk",
+        &[
+            "zookeeper",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    let out = replays(&f, &[]);
+    assert!(
+        out.contains("violation:   mutual_exclusion HAPPENED on real ZooKeeper"),
+        "{out}"
+    );
+    // c1's node is really there, then really deleted by the session expiry
+    // while the driver holds c1; c2 then really gets the lowest node.
+    assert!(
+        out.contains("state: /locklab: model c1 #1 | real c1 #1 (_c_"),
+        "{out}"
+    );
+    assert!(out.contains("state: /locklab: model - | real - ✓"), "{out}");
+    assert!(
+        out.contains("c1 (held by the driver, i.e. paused) believes it holds the lock: it entered on the real answer \"#1, nothing before it\" (a grant)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("c2 believes it holds the lock: it entered on the real answer \"#3, nothing before it\" (a grant)"),
+        "{out}"
+    );
+    assert!(out.contains("granted 3225 ms"), "{out}");
+}
+
+#[test]
+fn etcd_pause_expires_the_holders_lease_on_real_etcd() {
+    let t = "etcd_pause_expires_the_holders_lease_on_real_etcd";
+    let _g = serial();
+    if !have(t, "etcd") {
+        return;
+    }
+    let d = scratch("etcd");
+    let f = check(
+        &d,
+        "etcd",
+        &[
+            "etcd",
+            "--ttl",
+            "2",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    let out = replays(&f, &[]);
+    assert!(
+        out.contains("violation:   mutual_exclusion HAPPENED on real etcd"),
+        "{out}"
+    );
+    assert!(out.contains("LeaseGrant TTL 5 s for c1"), "{out}");
+    // Real revisions follow the model's: the empty store is at 1.
+    assert!(
+        out.contains("state: etcd keys: model c1 #1 | real c1 #1 (create_revision 2)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("model gone | real gone (TimeToLive: -1) ✓"),
+        "{out}"
+    );
+    assert!(
+        out.contains("state: etcd keys: model c2 #3 | real c2 #3 (create_revision 4)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("c2 believes it holds the lock: it entered on the real answer \"#3, nothing before it\" (a grant)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder() {
+    let t = "etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder";
+    let _g = serial();
+    if !have(t, "etcd") {
+        return;
+    }
+    let d = scratch("keepalive");
+    let f = check(
+        &d,
+        "keepalive",
+        &[
+            "etcd",
+            "--ttl",
+            "2",
+            "--faults",
+            "slow,loss,delay",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    let out = replays(&f, &[]);
+    assert!(out.contains("message LOST: keepalive"), "{out}");
+    assert!(
+        out.contains("the driver drops the request: it is never sent"),
+        "{out}"
+    );
+    assert!(
+        out.contains("violation:   mutual_exclusion HAPPENED on real etcd"),
+        "{out}"
+    );
+}
+
+#[test]
+fn fencing_on_etcd_hands_the_next_holder_a_higher_token() {
+    let t = "fencing_on_etcd_hands_the_next_holder_a_higher_token";
+    let _g = serial();
+    if !have(t, "etcd") {
+        return;
+    }
+    let d = scratch("fencing");
+    let f = check(
+        &d,
+        "fencing",
+        &[
+            "fencing",
+            "--ttl",
+            "2",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    let out = replays(&f, &[]);
+    assert!(
+        out.contains("it entered on the real answer \"token 1\" (a grant)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("it entered on the real answer \"token 3\" (a grant)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_fault_free_acquisition_conforms_on_each_server() {
+    let t = "a_fault_free_acquisition_conforms_on_each_server";
+    let _g = serial();
+    for (proto, system, ttl) in [("zookeeper", "zookeeper", "6"), ("etcd", "etcd", "2")] {
+        if !have(t, system) {
+            continue;
+        }
+        let d = scratch(&format!("free-{proto}"));
+        let f = check(
+            &d,
+            proto,
+            &[
+                proto,
+                "--ttl",
+                ttl,
+                "--faults",
+                "pause",
+                "--invariants",
+                "mutual_exclusion",
+            ],
+        );
+        let n = first_acquisition(&f).to_string();
+        let out = replays(&f, &["--until", &n]);
+        assert!(
+            out.contains("mutual_exclusion not judged (a prefix)"),
+            "{out}"
+        );
+        assert!(!out.contains("PAUSED"), "{out}");
+        assert!(out.contains("c1 #1"), "{out}");
+    }
+}
+
+/// Children of `pid` (from /proc).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let ppid: u32 = after.split(' ').nth(1).unwrap().parse().unwrap();
+        if ppid == pid {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Starts a long replay of `file` and waits until its server process
+/// (`comm`) is up; returns the replay and the server's PID.
+fn start_long_replay(file: &Path, comm: &str, extra: &[&str]) -> (std::process::Child, u32) {
+    let mut args = vec!["replay", file.to_str().unwrap(), "--tick-ms", "5000"];
+    args.extend_from_slice(extra);
+    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let server = loop {
+        let found = children(pid).into_iter().find(|k| {
+            std::fs::read_to_string(format!("/proc/{k}/comm")).is_ok_and(|c| c.trim() == comm)
+        });
+        if let Some(s) = found {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the {comm} server never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (child, server)
+}
+
+fn wait_gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running(pid) {
+        assert!(Instant::now() < deadline, "pid {pid} is still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_and_kill_9_stop_etcd_and_zookeeper() {
+    let t = "ctrl_c_and_kill_9_stop_etcd_and_zookeeper";
+    let _g = serial();
+    let d = scratch("signals");
+    if have(t, "etcd") {
+        let f = check(
+            &d,
+            "etcd",
+            &[
+                "etcd",
+                "--ttl",
+                "2",
+                "--faults",
+                "pause",
+                "--invariants",
+                "mutual_exclusion",
+            ],
+        );
+        let (child, server) = start_long_replay(&f, "etcd", &[]);
+        std::thread::sleep(Duration::from_millis(300));
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(130), "{err}");
+        assert!(
+            err.contains("interrupted; every server it started is stopped"),
+            "{err}"
+        );
+        assert!(!running(server), "etcd {server} survived Ctrl-C");
+    }
+    if have(t, "zookeeper") {
+        let f = check(
+            &d,
+            "zk",
+            &[
+                "zookeeper",
+                "--faults",
+                "pause",
+                "--invariants",
+                "mutual_exclusion",
+            ],
+        );
+        // kill -9 of locklab: the JVM dies with it (PR_SET_PDEATHSIG), and
+        // the next replay removes the scratch directory it left.
+        let (mut child, server) = start_long_replay(&f, "java", &[]);
+        let replay_pid = child.id();
+        std::thread::sleep(Duration::from_millis(300));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        wait_gone(server);
+        let left: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("locklab-replay-{replay_pid}-"))
+            })
+            .collect();
+        assert!(!left.is_empty(), "a SIGKILLed replay leaves its directory");
+        for p in &left {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", p.display());
+        }
+        let n = first_acquisition(&f).to_string();
+        replays(&f, &["--until", &n]);
+        for p in &left {
+            assert!(!p.exists(), "{} was not cleaned up", p.display());
+        }
+    }
+}
+
+#[test]
+fn two_replays_on_one_base_port_never_share_a_server() {
+    let t = "two_replays_on_one_base_port_never_share_a_server";
+    let _g = serial();
+    if !have(t, "etcd") {
+        return;
+    }
+    let d = scratch("ports");
+    let f = check(
+        &d,
+        "etcd",
+        &[
+            "etcd",
+            "--ttl",
+            "2",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    let base = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }
+    .to_string();
+    let (first, server) = start_long_replay(&f, "etcd", &["--base-port", &base]);
+    // The second run on the same ports must refuse, not attach.
+    let o = locklab(&["replay", f.to_str().unwrap(), "--base-port", &base]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}\n{}", text(&o.stdout));
+    assert!(
+        err.contains(&format!("port {base} on 127.0.0.1 is in use")),
+        "{err}"
+    );
+    assert!(running(server), "the first run's etcd was disturbed");
+    Command::new("kill")
+        .args(["-INT", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    assert!(!running(server));
+}
+
+#[test]
+fn a_missing_consensus_server_is_a_clear_error() {
+    let d = scratch("missing");
+    for (proto, flag, needle) in [
+        (
+            "etcd",
+            "--etcd",
+            "/nonexistent/etcd not found: locklab replay of this protocol needs etcd (Debian: apt-get install etcd-server)",
+        ),
+        (
+            "zookeeper",
+            "--zookeeper-jar",
+            "/nonexistent/zookeeper.jar not found: locklab replay of the zookeeper protocol needs ZooKeeper (Debian: apt-get install zookeeper)",
+        ),
+    ] {
+        let f = check(
+            &d,
+            proto,
+            &[
+                proto,
+                "--ttl",
+                "2",
+                "--faults",
+                "pause",
+                "--invariants",
+                "mutual_exclusion",
+            ],
+        );
+        let path = if proto == "etcd" {
+            "/nonexistent/etcd"
+        } else {
+            "/nonexistent/zookeeper.jar"
+        };
+        let o = locklab(&["replay", f.to_str().unwrap(), flag, path]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(needle), "{err}");
+    }
+    // etcd's whole-second leases cannot map onto short ticks.
+    let f = d.join("etcd.json");
+    let o = locklab(&["replay", f.to_str().unwrap(), "--tick-ms", "500"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("use --tick-ms 2000 or more"), "{err}");
+}
