@@ -290,6 +290,50 @@ fn etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder() {
     );
 }
 
+/// A divergence, kept as a test: the model renews a ZooKeeper session only
+/// by its heartbeat, real ZooKeeper by every request on the session. In this
+/// counterexample c1's create and getChildren at t=2 keep its real session
+/// alive past t=3, where the model expires it; c2 then really queues behind
+/// c1's node instead of taking the lock.
+#[test]
+fn zookeeper_renews_a_session_on_every_request_which_the_model_does_not() {
+    let t = "zookeeper_renews_a_session_on_every_request_which_the_model_does_not";
+    let _g = serial();
+    if !have(t, "zookeeper") {
+        return;
+    }
+    let d = scratch("zk-touch");
+    let f = check(
+        &d,
+        "zk",
+        &[
+            "zookeeper",
+            "--ttl",
+            "2",
+            "--faults",
+            "loss,delay",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    let o = locklab(&["replay", f.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{}", text(&o.stderr));
+    assert!(
+        out.contains("conformance: MISMATCH at step 16 (service: c1's session expires: its lock entries are deleted; time passes 1 tick): real state differs: /locklab: model - | real c1 #1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("c2 believes it holds the lock: it entered on the real answer \"#3, behind #1\" (NOT a grant)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("violation:   mutual_exclusion was NOT reproduced on real ZooKeeper"),
+        "{out}"
+    );
+    all_gone(&out);
+}
+
 #[test]
 fn fencing_on_etcd_hands_the_next_holder_a_higher_token() {
     let t = "fencing_on_etcd_hands_the_next_holder_a_higher_token";

@@ -348,6 +348,11 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// The replay's scratch directory (mode 0700).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Starts server `i` again with a fresh empty directory, and waits
     /// until it answers (a replica: until it has synced).
     pub fn launch(&mut self, i: usize) -> Result<(), Error> {
