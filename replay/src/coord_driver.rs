@@ -21,11 +21,12 @@
 //!   `exists` with a watch on the predecessor; `KeepAlive` is a ping; `Remove`
 //!   deletes the node and closes the session.
 //!
-//! Model revisions map to real ones by a fixed rule that the replay checks:
-//! on etcd, real revision = model revision + the revision of the empty
-//! store; on ZooKeeper, a node's sequence number = model revision - 1 (the
-//! parent's child version counts creations and deletions as the model's
-//! revision does). A client pause, a lost or delayed message are the
+//! Model revisions map to real ones as the replay checks: on etcd, real
+//! revision = model revision + the revision of the empty store (deletes and
+//! lease revokes advance both alike); on ZooKeeper the zxid also counts
+//! session transactions and sequence numbers count creations only, so model
+//! revisions are bound to real nodes in creation order, each new node
+//! required to come after every earlier one by sequence number and czxid. A client pause, a lost or delayed message are the
 //! driver's: a paused client sends nothing (no keepalive, no ping), so its
 //! lease or session expires on the server's own clock while the driver
 //! waits in real time ([`TimeMap`]).
