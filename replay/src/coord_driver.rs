@@ -1345,6 +1345,9 @@ impl Driver<'_> {
                             ""
                         },
                         match g {
+                            Some((text, true)) if text.contains("is GONE") => format!(
+                                "\"{text}\" (its own key is gone: only a client without the post-wait re-check, etcd 3.4, takes the lock on it)"
+                            ),
                             Some((text, true)) => format!("\"{text}\" (a grant)"),
                             Some((text, false)) => format!("\"{text}\" (NOT a grant)"),
                             None => "(none recorded)".into(),
