@@ -61,7 +61,13 @@ impl CoordServer {
         // Ports: the client port, and etcd's peer port.
         let mut attempts = 0;
         loop {
-            let ports = pick_ports(opts.base_port, 2)?;
+            let ports = match pick_ports(opts.base_port, 2) {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&root);
+                    return Err(e);
+                }
+            };
             let mut s = CoordServer {
                 system,
                 name: match system {

@@ -99,6 +99,7 @@ pub(crate) mod sys {
     }
 
     /// Makes the child die with the thread that started it.
+    #[cfg(target_os = "linux")]
     pub fn die_with_parent() -> std::io::Result<()> {
         // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
         // only the calling (child) process.
@@ -107,6 +108,12 @@ pub(crate) mod sys {
         } else {
             Err(std::io::Error::last_os_error())
         }
+    }
+
+    /// Elsewhere the replay refuses to run (`replay` checks the OS first).
+    #[cfg(not(target_os = "linux"))]
+    pub fn die_with_parent() -> std::io::Result<()> {
+        Err(std::io::Error::other("locklab replay runs on Linux only"))
     }
 }
 
