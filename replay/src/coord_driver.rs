@@ -125,8 +125,6 @@ struct Driver<'a> {
     rev0: i64,
     /// The observer's own ZooKeeper session.
     observer: Option<ZkConn>,
-    /// Curator's protected-mode id per (client, round).
-    nonce: u32,
     /// Lease ids / session ids, and the client each belongs to.
     owners: BTreeMap<i64, u8>,
     /// Per client: its latest lease (etcd), kept after it is gone.
@@ -184,7 +182,6 @@ pub fn replay(
         watches: BTreeMap::new(),
         rev0: 0,
         observer: None,
-        nonce: (std::process::id() ^ begin.elapsed().subsec_nanos()) & 0xffff,
         owners: BTreeMap::new(),
         last_lease: vec![None; w0.clients.len()],
         last_answer: None,
@@ -909,8 +906,10 @@ impl Driver<'_> {
                 },
             },
             Cmd::Create { round } => {
-                // Curator's protected mode: this acquisition's id in the name.
-                let guid = format!("{:04x}-c{}-{}", self.nonce, c + 1, round + 1);
+                // Curator's protected mode: this acquisition's id in the
+                // name (Curator draws a UUID; one per client and round is
+                // as unique on this server, and keeps the report stable).
+                let guid = format!("c{}-{}", c + 1, round + 1);
                 let prefix = format!("_c_{guid}-lock-");
                 let path = format!("{ZK_PARENT}/{prefix}");
                 let found = self.zk_call(c, |z| z.children(ZK_PARENT))?;
