@@ -342,6 +342,28 @@ fn zookeeper_renews_a_session_on_every_request_which_the_model_does_not() {
         "{out}"
     );
     all_gone(&out);
+    // etcd renews a lease only by LeaseKeepAlive, as the model does: the
+    // same search on etcd conforms, and the violation happens.
+    if have(t, "etcd") {
+        let f = check(
+            &d,
+            "etcd",
+            &[
+                "etcd",
+                "--ttl",
+                "2",
+                "--faults",
+                "loss,delay",
+                "--invariants",
+                "mutual_exclusion",
+            ],
+        );
+        let out = replays(&f, &[]);
+        assert!(
+            out.contains("violation:   mutual_exclusion HAPPENED on real etcd"),
+            "{out}"
+        );
+    }
 }
 
 #[test]
@@ -633,6 +655,29 @@ fn a_missing_consensus_server_is_a_clear_error() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(needle), "{err}");
     }
+    // Something that starts but never answers: exit 2, and it is stopped.
+    let fake = d.join("etcd");
+    std::fs::write(&fake, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
+    let f = d.join("etcd.json");
+    let o = locklab(&[
+        "replay",
+        f.to_str().unwrap(),
+        "--etcd",
+        fake.to_str().unwrap(),
+        "--start-timeout-ms",
+        "300",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("did not answer within 300 ms"), "{err}");
+    let pid: u32 = err[err.find(", pid ").unwrap() + 6..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(!running(pid), "the fake server {pid} is still running");
     // etcd's whole-second leases cannot map onto short ticks.
     let f = d.join("etcd.json");
     let o = locklab(&["replay", f.to_str().unwrap(), "--tick-ms", "500"]);
