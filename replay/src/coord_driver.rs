@@ -438,6 +438,20 @@ impl Driver<'_> {
                 }
                 _ => {}
             },
+            Action::Drop {
+                msg:
+                    msg @ Msg {
+                        body: Body::Reply(r @ Reply::Deleted(_)),
+                        ..
+                    },
+            } if self.is_watch_event(w, msg.to_client(), msg) => {
+                // A lost watch event: read the real one off the watch, so
+                // the stream stays in step, and hide it from the client.
+                let c = msg.to_client();
+                let real = self.watch_event(c, did)?;
+                did.push(format!("the driver hides this watch event from {}", name(c)));
+                return Ok(Some((r.text(), real)));
+            }
             Action::Drop { msg } => did.push(match msg.body {
                 Body::Req(_) => "the driver drops the request: it is never sent".into(),
                 Body::Reply(r) => {
