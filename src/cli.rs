@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
     name = "locklab",
     version,
     propagate_version = true,
-    after_help = "Start here:\n  locklab list                          protocols, fault kinds, invariants\n  locklab check redlock                 shortest counterexamples for Redlock\n  locklab check all                     the whole ladder as a matrix\n  locklab simulate watchdog --runs 100000\n  locklab trace render FILE --format svg\n  locklab replay FILE                   the counterexample on real redis-server\n\nMore: README.md, docs/model.md, docs/simulation.md, docs/gallery/."
+    after_help = "Start here:\n  locklab list                          protocols, fault kinds, invariants\n  locklab check redlock                 shortest counterexamples for Redlock\n  locklab check all                     the whole ladder as a matrix\n  locklab simulate watchdog --runs 100000\n  locklab trace render FILE --format svg\n  locklab replay FILE                   the counterexample on real Redis, etcd or ZooKeeper\n\nMore: README.md, docs/model.md, docs/simulation.md, docs/gallery/."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -36,7 +36,7 @@ pub enum Command {
     Trace(crate::trace_cmd::TraceCommand),
     /// Measure the search (states, states/s, memory per state), or with --sim the simulator (acquisitions/s)
     Bench(crate::bench::BenchArgs),
-    /// Replay a counterexample against real redis-server processes and check they conform to the model
+    /// Replay a counterexample against real Redis, etcd or ZooKeeper servers and check they conform to the model
     Replay(crate::replay_cmd::ReplayArgs),
     /// Seeded random runs with realistic timings (milliseconds): violation rates per acquisition
     ///

@@ -1,8 +1,8 @@
-//! `locklab replay`: run a counterexample against real redis-server
-//! processes and report whether reality conforms to the model.
+//! `locklab replay`: run a counterexample against real redis-server, etcd
+//! or ZooKeeper processes and report whether reality conforms to the model.
 
 use crate::util::Failure;
-use locklab_replay::{DEFAULT_TICK_MS, Error, Options, ServerOptions, interrupt, replay};
+use locklab_replay::{CoordOptions, Error, Options, ServerOptions, interrupt, replay};
 use locklab_traces::{Document, Trace};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,19 +12,21 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_long_help = "Starts the redis-server processes the trace needs on 127.0.0.1 (free ports, a fresh \
-empty --dir each, no persistence), drives the trace step by step over its own RESP \
-connections, and prints, for every step, the reply the model predicted beside the \
-reply real Redis gave, and the real lock state beside the model's. Client pauses, \
-crashes and lost or delayed messages are the driver's choices (it plays every \
-client); server clock jumps go through a small clock-shift shim preloaded into that \
-server (compiled with cc at run time); restarts are kill -9 and a fresh start; a \
-failover freezes and cuts off the replica before the write the model loses.
+    after_long_help = "Starts the servers the trace needs on 127.0.0.1 (free ports, a fresh \
+empty directory each, no persistence): redis-server for the Redis protocols, a single-node etcd \
+for etcd and fencing, a standalone ZooKeeper for zookeeper. It drives the trace step by step as \
+every client, and prints, for every step, the reply the model predicted beside the \
+reply the real server gave, and the real lock state beside the model's. Client pauses, \
+crashes and lost or delayed messages are the driver's choices (a paused client sends no \
+keepalive or ping, so its lease or session expires on the server's own clock); server clock \
+jumps go through a small clock-shift shim preloaded into that Redis server (compiled with cc \
+at run time); restarts are kill -9 and a fresh start; a failover freezes and cuts off the \
+replica before the write the model loses.
 
 Exit codes: 0 every reply and reading matched the model and the violation happened \
-for real; 1 a mismatch (or the violation did not happen); 2 bad input or \
-environment (redis-server missing, port in use, a server not up in time, the driver \
-falling behind its real-time schedule); 130 \
+for real (with --until: every reply and reading matched); 1 a mismatch (or the violation \
+did not happen); 2 bad input or environment (a server missing, port in use, a server not \
+up in time, the driver falling behind its real-time schedule); 130 \
 interrupted. Every server started is stopped in every case."
 )]
 pub struct ReplayArgs {
@@ -33,17 +35,29 @@ pub struct ReplayArgs {
     /// From a check report, replay the trace of this invariant [default: the first violated one]
     #[arg(long, value_name = "NAME")]
     pub invariant: Option<String>,
-    /// Real milliseconds per model tick (20..=60000)
-    #[arg(long, value_name = "MS", default_value_t = DEFAULT_TICK_MS)]
-    pub tick_ms: u64,
+    /// Real milliseconds per model tick (20..=60000) [default: 200 on Redis, 2000 on etcd (whole-second leases), 500 on ZooKeeper]
+    #[arg(long, value_name = "MS")]
+    pub tick_ms: Option<u64>,
     /// The redis-server binary to run
     #[arg(long, value_name = "PATH", default_value = "redis-server")]
     pub redis_server: PathBuf,
+    /// The etcd binary to run (for etcd and fencing traces)
+    #[arg(long, value_name = "PATH", default_value = "etcd")]
+    pub etcd: PathBuf,
+    /// The ZooKeeper server jar (for zookeeper traces)
+    #[arg(long, value_name = "PATH", default_value = CoordOptions::DEFAULT_ZOOKEEPER_JAR)]
+    pub zookeeper_jar: PathBuf,
+    /// The java binary that runs ZooKeeper
+    #[arg(long, value_name = "PATH", default_value = "java")]
+    pub java: PathBuf,
     /// Put the servers on consecutive ports from this one [default: free ports]
     #[arg(long, value_name = "PORT")]
     pub base_port: Option<u16>,
+    /// Replay only steps 1 to N (a prefix, e.g. a fault-free acquisition): conformance only, the violation is not judged
+    #[arg(long, value_name = "N")]
+    pub until: Option<usize>,
     /// How long a server may take to come up (and a replica to sync), in ms
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    #[arg(long, value_name = "MS", default_value_t = 10000)]
     pub start_timeout_ms: u64,
 }
 
@@ -89,6 +103,15 @@ pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
             start_timeout: Duration::from_millis(args.start_timeout_ms),
             reply_timeout: Duration::from_secs(2),
         },
+        coord: CoordOptions {
+            etcd: args.etcd.clone(),
+            zookeeper_jar: args.zookeeper_jar.clone(),
+            java: args.java.clone(),
+            base_port: args.base_port,
+            start_timeout: Duration::from_millis(args.start_timeout_ms.max(1)),
+            reply_timeout: Duration::from_secs(2),
+        },
+        until: args.until,
     };
     interrupt::install();
     match replay(&trace, &opts) {

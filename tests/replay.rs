@@ -510,7 +510,7 @@ fn ctrl_c_stops_every_server() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(
-        err.contains("interrupted; every redis-server it started is stopped"),
+        err.contains("interrupted; every server it started is stopped"),
         "{err}"
     );
     for s in servers {
@@ -563,4 +563,56 @@ fn bad_replay_input_is_rejected() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("does not replay through the model"), "{err}");
+}
+
+#[test]
+fn two_replays_racing_for_one_base_port_never_share_a_server() {
+    let _g = serial();
+    need_redis();
+    let d = scratch("race");
+    let f = check(
+        &d,
+        "naive",
+        &[
+            "naive-del",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    for _ in 0..3 {
+        let base = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        }
+        .to_string();
+        let run = || {
+            Command::new(env!("CARGO_BIN_EXE_locklab"))
+                .args(["replay", f.to_str().unwrap(), "--base-port", &base])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (run(), run());
+        let mut outs: Vec<Output> = [a, b]
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        outs.sort_by_key(|o| o.status.code());
+        // One replays on its own server; the other refuses (exit 2): no
+        // false MISMATCH from a server it did not start.
+        let (won, lost) = (&outs[0], &outs[1]);
+        assert_eq!(won.status.code(), Some(0), "{}", text(&won.stdout));
+        assert_eq!(lost.status.code(), Some(2), "{}", text(&lost.stdout));
+        let err = text(&lost.stderr);
+        assert!(
+            err.contains("is in use") || err.contains("another process listens there"),
+            "{err}"
+        );
+        for p in pids(&text(&won.stdout)) {
+            assert!(!running(p));
+        }
+    }
 }
