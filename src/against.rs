@@ -252,6 +252,6 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
             EXIT_OK
         }
     };
-    print!("{out}");
+    out!("{out}")?;
     Ok(code)
 }

@@ -78,10 +78,16 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
     if args.threads == Some(0) {
         return Err(Failure::input("--threads must be at least 1"));
     }
-    println!(
+    outln!(
         "{:<46} {:>12} {:>9} {:>12} {:>10} {:>11} {:>8}",
-        "configuration", "states", "seconds", "states/s", "peak MB", "bytes/state", "threads"
-    );
+        "configuration",
+        "states",
+        "seconds",
+        "states/s",
+        "peak MB",
+        "bytes/state",
+        "threads"
+    )?;
     for case in cases(args.heavy) {
         let mut cmd = Command::new(&exe);
         cmd.arg("check").args(&case.args).args([
@@ -110,7 +116,7 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
         let states = s["states"].as_u64().unwrap_or(0);
         let secs = s["seconds"].as_f64().unwrap_or(0.0);
         let peak = s["peak_memory_bytes"].as_u64();
-        println!(
+        outln!(
             "{:<46} {:>12} {:>9.2} {:>12.0} {:>10} {:>11} {:>8}",
             case.name,
             states,
@@ -122,14 +128,14 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
                 p as f64 / states.max(1) as f64
             )),
             s["threads"].as_u64().unwrap_or(0),
-        );
+        )?;
     }
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "states = distinct symmetry-reduced states stored; bytes/state = peak resident memory / states"
-    );
-    println!(
+    )?;
+    outln!(
         "(the whole process: the fingerprint set, the parent links and the widest two levels of states)."
-    );
+    )?;
     Ok(0)
 }

@@ -404,7 +404,7 @@ pub fn write_traces(
     for (p, contents, announce) in &files {
         write_atomic(p, contents)?;
         if *announce {
-            eprintln!("wrote {}", p.display());
+            note!("wrote {}", p.display());
         }
     }
     Ok(())
@@ -434,6 +434,9 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             invariants.len()
         )));
     }
+    if let Some(d) = &args.out_dir {
+        crate::util::prepare_dir("out-dir", d)?;
+    }
     let report = report(
         &m,
         &search_options(args, invariants),
@@ -448,18 +451,18 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     }
     let color = use_color(args.color);
     match format {
-        Format::Json => print!("{}", report.to_json()),
+        Format::Json => out!("{}", report.to_json())?,
         Format::Table | Format::Text | Format::Story => {
-            print!("{}", crate::report::render(&report, Some(format), color))
+            out!("{}", crate::report::render(&report, Some(format), color))?
         }
         _ if args.out_dir.is_some() => {
-            print!("{}", crate::report::render(&report, None, color));
+            out!("{}", crate::report::render(&report, None, color))?;
         }
         _ => {
             if report.traces.is_empty() {
-                eprintln!("no counterexample to draw: no checked invariant is broken");
+                note!("no counterexample to draw: no checked invariant is broken");
             }
-            print!("{}", crate::trace_cmd::join(&report.traces, format, color));
+            out!("{}", crate::trace_cmd::join(&report.traces, format, color))?;
         }
     }
     Ok(exit_code(report.verdicts.iter()))

@@ -73,7 +73,7 @@ fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
         )));
     }
     let m = args.model.build()?;
-    eprintln!(
+    note!(
         "Explorer for {} on http://{} (Ctrl-C to stop)",
         m.proto.name(),
         args.addr
@@ -94,10 +94,7 @@ pub fn run() -> i32 {
     };
     let result = match &cli.command {
         Command::Check(a) => crate::check::run(a),
-        Command::List => {
-            print!("{}", crate::list::render());
-            Ok(0)
-        }
+        Command::List => out!("{}", crate::list::render()).map(|()| 0),
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
         Command::Bench(b) => crate::bench::run(b),
@@ -109,7 +106,9 @@ pub fn run() -> i32 {
     match result {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            if !f.message.is_empty() {
+                note!("error: {}", f.message);
+            }
             f.code
         }
     }

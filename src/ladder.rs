@@ -76,6 +76,9 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         ),
     };
 
+    if let Some(d) = &args.out_dir {
+        crate::util::prepare_dir("out-dir", d)?;
+    }
     let mut reports: Vec<CheckReport> = Vec::new();
     for proto in protocols::ALL {
         let mut margs = args.model.clone();
@@ -106,7 +109,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         if invariants.is_empty() {
             continue;
         }
-        eprintln!("checking {} ...", proto.name());
+        note!("checking {} ...", proto.name());
         reports.push(report(
             &m,
             &search_options(args, invariants),
@@ -123,13 +126,13 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         write_traces(d, &refs, format)?;
     }
     if format == Format::Json {
-        print!(
+        out!(
             "{}",
             serde_json::to_string_pretty(&reports).expect("reports serialise")
-        );
-        println!();
+        )?;
+        outln!()?;
     } else {
-        print!("{}", matrix(&reports, args, use_color(args.color)));
+        out!("{}", matrix(&reports, args, use_color(args.color)))?;
     }
     Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
 }

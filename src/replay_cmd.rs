@@ -93,7 +93,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
     interrupt::install();
     match replay(&trace, &opts) {
         Ok(report) => {
-            print!("{}", report.render());
+            out!("{}", report.render())?;
             Ok(report.exit_code())
         }
         Err(Error::Interrupted) => Err(Failure {

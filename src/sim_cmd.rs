@@ -321,7 +321,8 @@ impl Progress {
             } else {
                 String::new()
             };
-            eprint!(
+            let _ = write!(
+                std::io::stderr(),
                 "\r[{}{}] {:>3.0}% {done}/{} runs, {t:.0} s, {eta}   ",
                 "#".repeat(fill),
                 ".".repeat(width - fill),
@@ -331,7 +332,7 @@ impl Progress {
             let _ = std::io::stderr().flush();
         }
         if shown {
-            eprint!("\r{}\r", " ".repeat(80));
+            let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(80));
         }
     }
 }
@@ -404,7 +405,7 @@ pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
     let secs = started.elapsed().as_secs_f64();
     let acq: u64 = summary.points.iter().map(|p| p.acquisitions).sum();
     if std::io::stderr().is_terminal() {
-        eprintln!(
+        note!(
             "simulated {acq} acquisitions in {secs:.1} s ({:.0} per second, {threads} thread{})",
             acq as f64 / secs.max(1e-9),
             if threads == 1 { "" } else { "s" }
@@ -485,9 +486,9 @@ fn finish(mut s: Summary, out_dir: Option<&Path>, json: bool) -> Result<i32, Fai
             code: 70,
             message: format!("internal error: {e}"),
         })?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
-        print!("{}", render(&s, out_dir));
+        out!("{}", render(&s, out_dir))?;
     }
     Ok(if s.any_violation() {
         EXIT_VIOLATION
@@ -818,10 +819,16 @@ fn thread_cpu_seconds() -> Option<f64> {
 /// `locklab bench --sim`: acquisitions and steps per second of one core,
 /// default timings, for the protocols the issue names.
 pub fn bench(runs: u64) -> Result<i32, Failure> {
-    println!(
+    outln!(
         "{:<14} {:>8} {:>13} {:>12} {:>9} {:>16} {:>14}",
-        "protocol", "runs", "acquisitions", "steps", "cpu s", "acquisitions/s", "steps/s"
-    );
+        "protocol",
+        "runs",
+        "acquisitions",
+        "steps",
+        "cpu s",
+        "acquisitions/s",
+        "steps/s"
+    )?;
     for name in ["lua-release", "naive-del", "watchdog", "redlock"] {
         let plan = Plan::new(&SimConfig::defaults(name)).map_err(Failure::input)?;
         let mut tally = PointResult::new(&plan, None);
@@ -840,7 +847,7 @@ pub fn bench(runs: u64) -> Result<i32, Failure> {
             _ => wall.elapsed().as_secs_f64(),
         }
         .max(1e-9);
-        println!(
+        outln!(
             "{:<14} {:>8} {:>13} {:>12} {:>9.2} {:>16.0} {:>14.0}",
             name,
             runs,
@@ -849,12 +856,12 @@ pub fn bench(runs: u64) -> Result<i32, Failure> {
             secs,
             tally.acquisitions as f64 / secs,
             tally.steps as f64 / secs
-        );
+        )?;
     }
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "one thread, seeds 1..={runs}, default timings (`locklab simulate --help`); rates per second of"
-    );
-    println!("the thread's CPU time (wall time on systems without a thread CPU clock)");
+    )?;
+    outln!("the thread's CPU time (wall time on systems without a thread CPU clock)")?;
     Ok(0)
 }

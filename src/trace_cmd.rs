@@ -155,30 +155,30 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
                 )));
             }
             if traces.is_empty() {
-                eprintln!("{}: no counterexample to draw", file.display());
+                note!("{}: no counterexample to draw", file.display());
                 return Ok(0);
             }
-            print!("{}", join(&traces, format, stdout_color()));
+            out!("{}", join(&traces, format, stdout_color()))?;
             Ok(0)
         }
         TraceCommand::Explain { file, invariant } => {
             let traces = load(file, invariant.as_deref())?;
             if traces.is_empty() {
-                eprintln!("{}: no counterexample to explain", file.display());
+                note!("{}: no counterexample to explain", file.display());
             }
-            print!("{}", join(&traces, Format::Story, false));
+            out!("{}", join(&traces, Format::Story, false))?;
             Ok(0)
         }
         TraceCommand::Validate { file } => {
             let traces = load(file, None)?;
             for t in &traces {
-                println!(
+                outln!(
                     "{}: {} trace replays: {} steps, violation at step {}",
                     file.display(),
                     t.invariant,
                     t.steps.len(),
                     t.violation_step
-                );
+                )?;
             }
             Ok(0)
         }

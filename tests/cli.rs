@@ -408,3 +408,158 @@ fn a_counterexample_schedule_runs_against_the_fix() {
         "--instances does not apply",
     );
 }
+
+/// A trace of the committed gallery, by file name.
+fn gallery_trace(file: &str) -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/gallery/traces")
+        .join(file)
+        .to_string_lossy()
+        .to_string()
+}
+
+#[test]
+fn docs_writes_only_into_a_directory_it_owns() {
+    // A directory with files locklab did not write, like the repository's
+    // docs/ (model.md, simulation.md): refused before any work, untouched.
+    let d = scratch("docs-foreign");
+    std::fs::write(d.join("model.md"), "mine").unwrap();
+    let o = locklab(&["docs", "--out", d.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--out {}", d.display())), "{err}");
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read_to_string(d.join("model.md")).unwrap(), "mine");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "nothing written");
+    let docs = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
+    rejects(
+        &["docs", "--out", docs.to_str().unwrap()],
+        "was not written by `locklab docs`",
+    );
+    rejects(&["docs", "--out", "."], "pass --force");
+    // An output path that cannot be a directory is refused before the work.
+    let file = d.join("model.md");
+    rejects(
+        &["docs", "--out", file.to_str().unwrap()],
+        "not a directory",
+    );
+    rejects(
+        &["docs", "--out", file.join("gallery").to_str().unwrap()],
+        "is not a directory",
+    );
+}
+
+#[test]
+fn output_directories_are_checked_before_the_search() {
+    let d = scratch("outdir");
+    let file = d.join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("traces");
+    for args in [
+        vec!["check", "all", "--out-dir", under_file.to_str().unwrap()],
+        vec![
+            "check",
+            "redlock",
+            "--out-dir",
+            under_file.to_str().unwrap(),
+        ],
+        vec!["check", "all", "--out-dir", "/proc/locklab-no-such/traces"],
+    ] {
+        let started = std::time::Instant::now();
+        let o = locklab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--out-dir"), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?} searched before refusing"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+}
+
+#[test]
+fn a_failed_write_to_stdout_is_a_clear_error_not_a_panic() {
+    let explain = gallery_trace("naive-del.ownership.json");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec![
+            "check",
+            "naive-del",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+        vec!["trace", "explain", &explain],
+        vec!["trace", "render", &explain],
+        vec!["trace", "validate", &explain],
+        vec!["trace", "against", "lua-release", &explain],
+        vec!["simulate", "naive-del", "--runs", "20"],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let o = Command::new(env!("CARGO_BIN_EXE_locklab"))
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_the_run_quietly() {
+    for args in [
+        vec!["list"],
+        vec!["check", "naive-del", "--faults", "pause"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the first line is written.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("error"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_tool_skips_visibly_or_fails_in_ci() {
+    let nothing = Tool {
+        names: &["locklab-no-such-tool"],
+        package: "locklab-no-such-package",
+    };
+    assert!(find(nothing).is_none());
+    assert_eq!(decide("t", &[], true), Ok(None), "nothing missing: run");
+    assert_eq!(
+        decide("suite::t", &[nothing], false),
+        Ok(Some(
+            "SKIPPED: suite::t: locklab-no-such-tool not installed (apt-get install locklab-no-such-package)"
+                .to_string()
+        )),
+        "skip, visibly, off CI"
+    );
+    let e = decide("t", &[nothing], true).unwrap_err();
+    assert!(
+        e.contains("apt-get install locklab-no-such-package"),
+        "CI names the package: {e}"
+    );
+}

@@ -3,6 +3,8 @@
 //! protocol, kept fresh by tests/gallery.rs), and one trace per fault kind,
 //! so that every fault marker is drawn at least once.
 
+mod common;
+
 use locklab_models::search::{SearchOptions, search};
 use locklab_models::{
     Action, Budgets, FaultKind, Invariant, LockModel, Params, World, protocols, trace,
@@ -480,12 +482,7 @@ mod cli {
             .expect("runs")
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("locklab-render-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use super::common::scratch;
 
     fn gallery(file: &str) -> String {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
