@@ -81,6 +81,13 @@ fn pick(file: &PathBuf, invariant: Option<&str>) -> Result<Trace, Failure> {
 
 pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
     let trace = pick(&args.file, args.invariant.as_deref())?;
+    crate::trace_cmd::verify(&trace).map_err(|e| {
+        Failure::input(format!(
+            "{}: the {} trace does not replay through the model: {e}",
+            args.file.display(),
+            trace.invariant
+        ))
+    })?;
     let opts = Options {
         tick_ms: args.tick_ms,
         servers: ServerOptions {

@@ -102,7 +102,7 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         }
     }
     for t in &traces {
-        trace::validate(t).map_err(|e| {
+        verify(t).map_err(|e| {
             Failure::input(format!(
                 "{}: the {} trace does not replay through the model: {e}",
                 file.display(),
@@ -111,6 +111,107 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         })?;
     }
     Ok(traces)
+}
+
+/// Replays `t` through the model (`trace::validate`: every action enabled,
+/// every recorded state and time as the model computes them), then rebuilds
+/// the whole trace from its actions and requires every field a reader is
+/// shown — labels, events, actors, messages, the violation text, the
+/// participants, the configuration — to be exactly what the model says.
+/// The error names the first field that differs.
+pub fn verify(t: &Trace) -> Result<(), String> {
+    trace::validate(t).map_err(|e| e.to_string())?;
+    let m = trace::model_from_config(&t.config)?;
+    let inv = locklab_models::Invariant::from_name(&t.invariant)
+        .ok_or_else(|| format!("unknown invariant {:?} in the trace", t.invariant))?;
+    let path = trace::actions(t).map_err(|e| e.to_string())?;
+    let want = trace::build(&m, &path, inv, &t.engine, t.seed).map_err(|e| e.to_string())?;
+    compare(&want, t)
+}
+
+/// The first field of `have` that is not what the model rebuilt (`want`).
+fn compare(want: &Trace, have: &Trace) -> Result<(), String> {
+    fn differs(field: &str, want: impl std::fmt::Debug, have: impl std::fmt::Debug) -> String {
+        format!("field `{field}` is {have:?} but the model says {want:?}")
+    }
+    macro_rules! same {
+        ($field:literal, $w:expr, $h:expr) => {
+            if $w != $h {
+                return Err(differs($field, &$w, &$h));
+            }
+        };
+    }
+    same!("schema_version", want.schema_version, have.schema_version);
+    same!("kind", want.kind, have.kind);
+    if have.engine != "check" && have.engine != "simulate" {
+        return Err(format!(
+            "field `engine` is {:?}; a trace comes from \"check\" or \"simulate\"",
+            have.engine
+        ));
+    }
+    same!(
+        "config.protocol",
+        want.config.protocol,
+        have.config.protocol
+    );
+    same!("config.clients", want.config.clients, have.config.clients);
+    same!(
+        "config.acquisitions",
+        want.config.acquisitions,
+        have.config.acquisitions
+    );
+    same!("config.faults", want.config.faults, have.config.faults);
+    same!("config.params", want.config.params, have.config.params);
+    // A simulated trace counts ticks in milliseconds.
+    let tick = if have.engine == "simulate" {
+        locklab_sim::TICK_MS.to_string()
+    } else {
+        want.config.tick.clone()
+    };
+    same!("config.tick", tick, have.config.tick);
+    same!("participants", want.participants, have.participants);
+    same!("invariant", want.invariant, have.invariant);
+    same!(
+        "invariant_meaning",
+        want.invariant_meaning,
+        have.invariant_meaning
+    );
+    same!("violation_step", want.violation_step, have.violation_step);
+    same!("violation", want.violation, have.violation);
+    same!("faults_used", want.faults_used, have.faults_used);
+    same!("initial", want.initial, have.initial);
+    same!("steps (count)", want.steps.len(), have.steps.len());
+    for (w, h) in want.steps.iter().zip(&have.steps) {
+        let at = |field: &str| format!("step {}: field `steps[{}].{field}`", h.index, h.index - 1);
+        let check =
+            |field: &str, same: bool, wv: &dyn std::fmt::Debug, hv: &dyn std::fmt::Debug| {
+                if same {
+                    Ok(())
+                } else {
+                    Err(format!("{} is {hv:?} but the model says {wv:?}", at(field)))
+                }
+            };
+        check("index", w.index == h.index, &w.index, &h.index)?;
+        check("time", w.time == h.time, &w.time, &h.time)?;
+        check("actor", w.actor == h.actor, &w.actor, &h.actor)?;
+        check("action", w.action == h.action, &w.action, &h.action)?;
+        check("label", w.label == h.label, &w.label, &h.label)?;
+        check("message", w.message == h.message, &w.message, &h.message)?;
+        check("events", w.events == h.events, &w.events, &h.events)?;
+        check(
+            "state",
+            w.state == h.state,
+            &"(the model's state)",
+            &"(another state)",
+        )?;
+        check(
+            "violations",
+            w.violations == h.violations,
+            &w.violations,
+            &h.violations,
+        )?;
+    }
+    Ok(())
 }
 
 /// Colour on standard output only when it is a terminal and NO_COLOR is unset.

@@ -563,3 +563,63 @@ fn a_missing_tool_skips_visibly_or_fails_in_ci() {
         "CI names the package: {e}"
     );
 }
+
+#[test]
+fn a_trace_with_forged_text_is_refused_naming_the_field() {
+    let d = scratch("forged");
+    let file = gallery_trace("naive-del.ownership.json");
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    // The untouched trace validates: the check below is not vacuous.
+    let o = locklab(&["trace", "validate", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    type Mutation = fn(&mut serde_json::Value);
+    let forged: Vec<(&str, Mutation)> = vec![
+        ("violation", |t| t["violation"] = "all is well".into()),
+        ("invariant_meaning", |t| {
+            t["invariant_meaning"] = "nothing".into()
+        }),
+        ("faults_used", |t| t["faults_used"] = serde_json::json!([])),
+        ("participants", |t| {
+            t["participants"][0]["label"] = "the good client".into()
+        }),
+        ("config.tick", |t| {
+            t["config"]["tick"] = "1 tick = 1 year".into()
+        }),
+        ("engine", |t| t["engine"] = "by hand".into()),
+        ("steps[0].label", |t| {
+            t["steps"][0]["label"] = "c1 does nothing".into()
+        }),
+        ("steps[1].actor", |t| t["steps"][1]["actor"] = "c2".into()),
+        ("steps[0].events", |t| {
+            t["steps"][0]["events"][0]["text"] = "GET lock".into()
+        }),
+        ("steps[1].message", |t| {
+            t["steps"][1]["message"]["text"] = "PING".into()
+        }),
+        ("steps[0].violations", |t| {
+            t["steps"][0]["violations"] = serde_json::json!(["ownership"])
+        }),
+    ];
+    for (field, mutate) in forged {
+        let mut t = original.clone();
+        mutate(&mut t);
+        let path = d.join("forged.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&t).unwrap()).unwrap();
+        let p = path.to_str().unwrap();
+        for cmd in [
+            vec!["trace", "validate", p],
+            vec!["trace", "render", p],
+            vec!["trace", "explain", p],
+        ] {
+            let o = locklab(&cmd);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{field}: {cmd:?}: {err}");
+            assert!(
+                err.contains(&format!("field `{field}`")),
+                "{field}: {cmd:?}: {err}"
+            );
+            assert!(o.stdout.is_empty(), "{field}: {cmd:?} printed the forgery");
+        }
+    }
+}
