@@ -62,24 +62,53 @@ pub struct ExploreArgs {
     /// Address to serve on (loopback only)
     #[arg(long, default_value = "127.0.0.1:3000")]
     pub addr: std::net::SocketAddr,
+    /// Port to serve on, replacing --addr's; 0 picks any free port (the URL is printed)
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
 }
 
 fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
     use stateright::Model;
-    if !args.addr.ip().is_loopback() {
+    let mut addr = args.addr;
+    if let Some(p) = args.port {
+        addr.set_port(p);
+    }
+    if !addr.ip().is_loopback() {
         return Err(Failure::input(format!(
-            "--addr {}: the Explorer only serves on loopback (127.0.0.1 or ::1)",
-            args.addr
+            "--addr {addr}: the Explorer only serves on loopback (127.0.0.1 or ::1)"
         )));
     }
     let m = args.model.build()?;
+    // Take the port first: a port in use is a clear error, and port 0
+    // becomes a real free port to announce.
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        Failure::input(format!(
+            "cannot serve on {addr}: {e}; pick another port with --port PORT, or --port 0 for any free one"
+        ))
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Failure::input(format!("cannot serve on {addr}: {e}")))?;
+    drop(listener);
     note!(
-        "Explorer for {} on http://{} (Ctrl-C to stop)",
-        m.proto.name(),
-        args.addr
+        "Explorer for {} on http://{addr}/ (Ctrl-C to stop)",
+        m.proto.name()
     );
+    outln!("http://{addr}/")?;
+    // stateright's server panics when it cannot bind (another process took
+    // the port in the instant since it was free) or answer: say so, briefly.
+    std::panic::set_hook(Box::new(move |info| {
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("unknown error");
+        note!("error: the Explorer on {addr} stopped: {what}");
+        std::process::exit(EXIT_BAD_INPUT);
+    }));
     // Serves until the process is stopped.
-    let _checker = m.checker().serve(args.addr);
+    let _checker = m.checker().serve(addr);
     Ok(0)
 }
 

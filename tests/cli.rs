@@ -623,3 +623,53 @@ fn a_trace_with_forged_text_is_refused_naming_the_field() {
         }
     }
 }
+
+#[test]
+fn explore_refuses_a_taken_port_and_finds_a_free_one() {
+    use std::io::{BufRead, Read, Write};
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    rejects(
+        &["explore", "naive-del", "--port", &port],
+        &format!("cannot serve on 127.0.0.1:{port}"),
+    );
+    rejects(&["explore", "naive-del", "--port", &port], "--port 0");
+    let addr = format!("127.0.0.1:{port}");
+    rejects(
+        &["explore", "naive-del", "--addr", &addr],
+        "Address already in use",
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["explore", "naive-del", "--faults", "pause", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().to_string();
+    let chosen: u16 = url
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|r| r.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("not a URL: {url:?}"))
+        .parse()
+        .unwrap();
+    assert_ne!(chosen, 0);
+    let mut body = String::new();
+    for _ in 0..100 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", chosen)) {
+            let _ = write!(s, "GET /.status HTTP/1.0\r\nHost: localhost\r\n\r\n");
+            let _ = s.read_to_string(&mut body);
+            if !body.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.contains("mutual_exclusion"), "{body}");
+}
