@@ -6,6 +6,7 @@ use crate::trace_cmd::RenderFormat;
 use crate::util::{
     EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic,
 };
+use crate::watch::{Limits, Watch, parse_bytes, parse_duration};
 use clap::{Args, ValueEnum};
 use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
@@ -45,6 +46,14 @@ pub struct CheckArgs {
     /// Skip the search for the smallest sets of fault kinds that break each invariant
     #[arg(long, help_heading = "Search")]
     pub no_fault_analysis: bool,
+    /// Stop after this long (e.g. 90s, 5m, 1h) and report the run incomplete (exit 3);
+    /// `check all` prints the protocols it finished
+    #[arg(long, value_name = "DURATION", help_heading = "Search")]
+    pub time_limit: Option<String>,
+    /// Stop when the process's resident memory passes this (e.g. 512M, 4G) and report
+    /// the run incomplete (exit 3)
+    #[arg(long, value_name = "SIZE", help_heading = "Search")]
+    pub max_memory: Option<String>,
 
     /// Write every verdict and counterexample as one JSON check report
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -175,8 +184,17 @@ fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
 /// Searches `m` and builds its check report: a verdict per invariant and a
 /// verified trace per counterexample (with the smallest fault sets when
 /// `analyse`).
-pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<CheckReport, Failure> {
+pub fn report(
+    m: &LockModel,
+    opts: &SearchOptions,
+    analyse: bool,
+    watch: Option<&Watch>,
+) -> Result<CheckReport, Failure> {
     let invariants = opts.invariants.clone();
+    let name = m.proto.name();
+    if let Some(w) = watch {
+        w.phase(format!("{name}: search"));
+    }
     let result = search(m, opts);
 
     let mut traces: Vec<Trace> = Vec::new();
@@ -228,6 +246,12 @@ pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<Chec
                 let (sets, proven) = if !analyse {
                     (None, false)
                 } else {
+                    if let Some(w) = watch {
+                        w.phase(format!(
+                            "{name}: smallest fault sets breaking {}",
+                            inv.name()
+                        ));
+                    }
                     let (s, p) = minimal_fault_sets(m, inv, &used, opts);
                     (Some(s), p)
                 };
@@ -331,7 +355,24 @@ fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
             "--max-states and --max-depth must be at least 1",
         ));
     }
+    limits(args)?;
     Ok(())
+}
+
+/// The time and memory limits the run was given.
+pub fn limits(args: &CheckArgs) -> Result<Limits, Failure> {
+    Ok(Limits {
+        time: args
+            .time_limit
+            .as_deref()
+            .map(|t| parse_duration("time-limit", t))
+            .transpose()?,
+        memory: args
+            .max_memory
+            .as_deref()
+            .map(|t| parse_bytes("max-memory", t))
+            .transpose()?,
+    })
 }
 
 /// The search options a check runs with.
@@ -437,11 +478,14 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if let Some(d) = &args.out_dir {
         crate::util::prepare_dir("out-dir", d)?;
     }
+    let watch = Watch::start(limits(args)?);
     let report = report(
         &m,
         &search_options(args, invariants),
         !args.no_fault_analysis,
+        Some(&watch),
     )?;
+    watch.done();
     // Outputs: everything is computed; now write.
     if let Some(p) = &args.json {
         write_atomic(p, &report.to_json())?;

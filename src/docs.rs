@@ -59,7 +59,7 @@ fn check_protocol(
         symmetry: true,
         threads,
     };
-    crate::check::report(&m, &opts, true)
+    crate::check::report(&m, &opts, true, None)
 }
 
 fn stem(t: &Trace) -> String {

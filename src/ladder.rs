@@ -79,8 +79,10 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if let Some(d) = &args.out_dir {
         crate::util::prepare_dir("out-dir", d)?;
     }
+    let watch = crate::watch::Watch::start(crate::check::limits(args)?);
+    let color = use_color(args.color);
     let mut reports: Vec<CheckReport> = Vec::new();
-    for proto in protocols::ALL {
+    for (i, proto) in protocols::ALL.iter().enumerate() {
         let mut margs = args.model.clone();
         margs.protocol = proto.name().to_string();
         if let Some(kinds) = &asked {
@@ -109,13 +111,26 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         if invariants.is_empty() {
             continue;
         }
-        note!("checking {} ...", proto.name());
+        note!(
+            "{}checking {} ...",
+            crate::watch::clear_line(),
+            proto.name()
+        );
+        // Should the run end during this protocol, what is finished is
+        // printed and the rest named.
+        let pending = protocols::ALL[i + 1..]
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
+        watch.finished(stdout_text(&reports, args, format, color), pending);
         reports.push(report(
             &m,
             &search_options(args, invariants),
             !args.no_fault_analysis,
+            Some(&watch),
         )?);
     }
+    watch.done();
 
     if let Some(p) = &args.json {
         let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
@@ -125,16 +140,17 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         let refs: Vec<&CheckReport> = reports.iter().collect();
         write_traces(d, &refs, format)?;
     }
-    if format == Format::Json {
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&reports).expect("reports serialise")
-        )?;
-        outln!()?;
-    } else {
-        out!("{}", matrix(&reports, args, use_color(args.color)))?;
-    }
+    out!("{}", stdout_text(&reports, args, format, color))?;
     Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
+}
+
+/// What `check all` prints: every report as JSON, or the matrix.
+fn stdout_text(reports: &[CheckReport], args: &CheckArgs, format: Format, color: bool) -> String {
+    if format == Format::Json {
+        serde_json::to_string_pretty(reports).expect("reports serialise") + "\n"
+    } else {
+        matrix(reports, args, color)
+    }
 }
 
 fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {

@@ -18,6 +18,7 @@ mod replay_cmd;
 mod report;
 mod sim_cmd;
 mod trace_cmd;
+mod watch;
 
 fn main() {
     // SIGPIPE stays ignored (Rust's default): a closed pipe is a write

@@ -673,3 +673,71 @@ fn explore_refuses_a_taken_port_and_finds_a_free_one() {
     let _ = child.wait();
     assert!(body.contains("mutual_exclusion"), "{body}");
 }
+
+#[test]
+fn a_time_limit_stops_check_incomplete() {
+    let started = std::time::Instant::now();
+    let o = locklab(&["check", "redlock", "--time-limit", "1s"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("incomplete: the time limit (1 s) ran out"),
+        "{err}"
+    );
+    assert!(err.contains("redlock: search"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(6),
+        "the search ran on"
+    );
+    // Not a terminal: no progress line.
+    assert!(!err.contains('\r'), "{err:?}");
+    rejects(
+        &["check", "redlock", "--time-limit", "90"],
+        "such as 500ms, 90s",
+    );
+    rejects(
+        &["check", "redlock", "--max-memory", "2T"],
+        "such as 512M or 2G",
+    );
+    let o = locklab(&["check", "redlock", "--max-memory", "1M"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("passed the limit (1 MiB)"), "{err}");
+}
+
+#[test]
+fn ctrl_c_keeps_the_protocols_check_all_finished() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["check", "all", "--color", "never"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first two protocols are done and the third has started.
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let mut err = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&err).contains("checking get-del") {
+        let n = stderr_pipe.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "check all ended early: {}",
+            String::from_utf8_lossy(&err)
+        );
+        err.extend_from_slice(&buf[..n]);
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(killed.success());
+    stderr_pipe.read_to_end(&mut err).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&err);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted after"), "{err}");
+    assert!(err.contains("not checked: lua-release"), "{err}");
+    assert!(out.contains("\nsetnx-expire "), "{out}");
+    assert!(out.contains("\nnaive-del "), "{out}");
+    assert!(!out.contains("\nredlock "), "{out}");
+}
