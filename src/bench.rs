@@ -19,9 +19,9 @@ pub struct BenchArgs {
     /// Measure the simulator instead: acquisitions and steps per second on one thread
     #[arg(long)]
     pub sim: bool,
-    /// With --sim: runs per protocol
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
-    pub sim_runs: u64,
+    /// With --sim: runs per protocol (1 to 100,000,000) [default: 20000]
+    #[arg(long, value_name = "N")]
+    pub sim_runs: Option<u64>,
 }
 
 struct Case {
@@ -70,8 +70,19 @@ fn cases(heavy: bool) -> Vec<Case> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
-    if args.sim {
-        return crate::sim_cmd::bench(args.sim_runs.max(1));
+    match (args.sim, args.sim_runs) {
+        (false, Some(_)) => {
+            return Err(Failure::input(
+                "--sim-runs applies to the simulator benchmark only: add --sim",
+            ));
+        }
+        (true, Some(n)) if n == 0 || n > 100_000_000 => {
+            return Err(Failure::input(format!(
+                "--sim-runs {n}: must be between 1 and 100000000"
+            )));
+        }
+        (true, n) => return crate::sim_cmd::bench(n.unwrap_or(20_000)),
+        (false, None) => {}
     }
     let exe = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot find the locklab executable: {e}")))?;

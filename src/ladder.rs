@@ -47,7 +47,8 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     // --faults names kinds for every protocol: each keeps those it can suffer.
     let asked: Option<Vec<FaultKind>> = match args.model.faults.as_deref().map(str::trim) {
         None | Some("all") => None,
-        Some("none") | Some("") => Some(Vec::new()),
+        Some("none") => Some(Vec::new()),
+        Some("") => return Err(crate::options::empty_faults()),
         Some(list) => Some(
             list.split(',')
                 .map(str::trim)

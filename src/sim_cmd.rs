@@ -337,10 +337,28 @@ impl Progress {
     }
 }
 
+/// The most runs one `simulate` takes (per sweep point).
+pub const MAX_RUNS: u64 = 1_000_000_000;
+
 pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
     let cfg = args.config()?;
     if args.runs == 0 {
         return Err(Failure::input("--runs must be at least 1"));
+    }
+    if args.runs > MAX_RUNS {
+        return Err(Failure::input(format!(
+            "--runs {}: at most {MAX_RUNS} runs in one simulation",
+            args.runs
+        )));
+    }
+    if args.seed.checked_add(args.runs - 1).is_none() {
+        return Err(Failure::input(format!(
+            "--seed {} --runs {}: run i uses seed SEED+i, and the last seed would pass {} (the largest seed); use a seed of at most {}",
+            args.seed,
+            args.runs,
+            u64::MAX,
+            u64::MAX - (args.runs - 1)
+        )));
     }
     let shard = args
         .shard

@@ -741,3 +741,66 @@ fn ctrl_c_keeps_the_protocols_check_all_finished() {
     assert!(out.contains("\nnaive-del "), "{out}");
     assert!(!out.contains("\nredlock "), "{out}");
 }
+
+#[test]
+fn small_edges_are_refused_clearly() {
+    // An empty fault list is a mistake; `none` says "no faults".
+    rejects(&["check", "naive-del", "--faults", ""], "--faults none");
+    rejects(&["check", "all", "--faults", " "], "--faults none");
+    // --sim-runs only with --sim, and never 0.
+    rejects(&["bench", "--sim-runs", "5"], "add --sim");
+    rejects(&["bench", "--sim", "--sim-runs", "0"], "between 1 and");
+    // simulate: bounded runs, no seed wrap-round.
+    rejects(
+        &["simulate", "naive-del", "--runs", "1000000001"],
+        "at most 1000000000 runs",
+    );
+    rejects(
+        &[
+            "simulate",
+            "naive-del",
+            "--seed",
+            "18446744073709551615",
+            "--runs",
+            "3",
+        ],
+        "use a seed of at most 18446744073709551613",
+    );
+    let o = locklab(&[
+        "simulate",
+        "naive-del",
+        "--seed",
+        "18446744073709551613",
+        "--runs",
+        "3",
+    ]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+}
+
+#[test]
+fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
+    let f = gallery_trace("fencing.no_lost_update.json");
+    let o = locklab(&[
+        "trace",
+        "against",
+        "fencing",
+        "--resource-check",
+        "read-write",
+        &f,
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let header = out
+        .lines()
+        .find(|l| l.starts_with(" step "))
+        .expect("a header");
+    assert!(
+        header.contains("fencing resource-check=write")
+            && header.contains("fencing resource-check=read-write"),
+        "{header}"
+    );
+    assert!(
+        out.contains("verdict: fencing resource-check=read-write BLOCKS it"),
+        "{out}"
+    );
+}
