@@ -7,21 +7,13 @@ use crate::util::{
     EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic,
 };
 use crate::watch::{Limits, Watch, parse_bytes, parse_duration};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
 use locklab_traces::{
     CheckReport, Document, Format, SCHEMA_VERSION, SearchSummary, Trace, Verdict,
 };
-use std::io::IsTerminal;
 use std::path::PathBuf;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Color {
-    Auto,
-    Always,
-    Never,
-}
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -78,9 +70,6 @@ pub struct CheckArgs {
         verbatim_doc_comment
     )]
     pub format: RenderFormat,
-    /// Colour on standard output
-    #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
-    pub color: Color,
 }
 
 /// The invariants a check covers, in the fixed order.
@@ -402,15 +391,6 @@ pub fn exit_code<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> i32 {
     }
 }
 
-/// Whether to colour standard output.
-pub fn use_color(c: Color) -> bool {
-    match c {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    }
-}
-
 /// Writes every trace of `reports` into `dir`, one JSON file per
 /// counterexample, and beside it a drawing when `format` draws one.
 pub fn write_traces(
@@ -493,7 +473,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if let Some(d) = &args.out_dir {
         write_traces(d, &[&report], format)?;
     }
-    let color = use_color(args.color);
+    let color = crate::util::stdout_color();
     match format {
         Format::Json => out!("{}", report.to_json())?,
         Format::Table | Format::Text | Format::Story => {

@@ -19,6 +19,9 @@ use clap::{Parser, Subcommand};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour on standard output: auto (when it is a terminal and NO_COLOR is unset or empty), always, never
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub color: crate::util::Color,
 }
 
 #[derive(Subcommand, Debug)]
@@ -121,6 +124,7 @@ pub fn run() -> i32 {
             return code;
         }
     };
+    crate::util::set_color(cli.color);
     let result = match &cli.command {
         Command::Check(a) => crate::check::run(a),
         Command::List => out!("{}", crate::list::render()).map(|()| 0),

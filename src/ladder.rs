@@ -2,9 +2,7 @@
 //! checked with its default fault kinds, and the protocol × invariant
 //! matrix, each broken cell pointing at its shortest counterexample.
 
-use crate::check::{
-    CheckArgs, exit_code, report, search_options, trace_file_name, use_color, write_traces,
-};
+use crate::check::{CheckArgs, exit_code, report, search_options, trace_file_name, write_traces};
 use crate::util::{Failure, write_atomic};
 use locklab_models::{FaultKind, Invariant, protocols};
 use locklab_traces::{CheckReport, Format};
@@ -81,7 +79,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         crate::util::prepare_dir("out-dir", d)?;
     }
     let watch = crate::watch::Watch::start(crate::check::limits(args)?);
-    let color = use_color(args.color);
+    let color = crate::util::stdout_color();
     let mut reports: Vec<CheckReport> = Vec::new();
     for (i, proto) in protocols::ALL.iter().enumerate() {
         let mut margs = args.model.clone();

@@ -6,7 +6,6 @@ use crate::util::Failure;
 use clap::{Subcommand, ValueEnum};
 use locklab_models::trace;
 use locklab_traces::{Document, Format, Trace};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// The formats a trace can be drawn in (`check` and `trace render` share them).
@@ -214,11 +213,6 @@ fn compare(want: &Trace, have: &Trace) -> Result<(), String> {
     Ok(())
 }
 
-/// Colour on standard output only when it is a terminal and NO_COLOR is unset.
-pub fn stdout_color() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
-}
-
 /// Several traces in one output: separated so that the whole stays
 /// readable in its format (a rule between Markdown sections, a blank line
 /// elsewhere).
@@ -259,7 +253,7 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
                 note!("{}: no counterexample to draw", file.display());
                 return Ok(0);
             }
-            out!("{}", join(&traces, format, stdout_color()))?;
+            out!("{}", join(&traces, format, crate::util::stdout_color()))?;
             Ok(0)
         }
         TraceCommand::Explain { file, invariant } => {

@@ -3,6 +3,36 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// `--color`: whether standard output gets colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    /// Colour when standard output is a terminal and NO_COLOR is unset or empty
+    Auto,
+    Always,
+    Never,
+}
+
+static COLOR: OnceLock<Color> = OnceLock::new();
+
+/// Sets `--color` for the run (once, at start-up).
+pub fn set_color(c: Color) {
+    let _ = COLOR.set(c);
+}
+
+/// Whether to colour standard output: `--color always|never`, or for
+/// `auto` what anstream decides (a terminal; NO_COLOR set and non-empty
+/// turns colour off, CLICOLOR_FORCE on).
+pub fn stdout_color() -> bool {
+    match COLOR.get().copied().unwrap_or(Color::Auto) {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => {
+            anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+        }
+    }
+}
 
 /// Exit codes (design §5).
 pub const EXIT_OK: i32 = 0;

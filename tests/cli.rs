@@ -804,3 +804,51 @@ fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
         "{out}"
     );
 }
+
+#[test]
+fn color_is_a_global_option_and_no_color_means_set_and_non_empty() {
+    let f = gallery_trace("naive-del.ownership.json");
+    let esc = |o: &std::process::Output| o.stdout.contains(&0x1b);
+    let run = |pre: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_locklab"));
+        c.args(pre)
+            .args(["trace", "render", &f])
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // Not a terminal: no colour unless asked.
+    assert!(!esc(&run(&[], &[])));
+    assert!(esc(&run(&["--color", "always"], &[])));
+    assert!(!esc(&run(
+        &["--color", "never"],
+        &[("CLICOLOR_FORCE", "1")]
+    )));
+    // auto: forced on, unless NO_COLOR is set to something; empty does not count.
+    assert!(esc(&run(&[], &[("CLICOLOR_FORCE", "1")])));
+    assert!(esc(&run(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "")])));
+    assert!(!esc(&run(
+        &[],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    )));
+    // After the subcommand too, and for check.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "pause",
+        "--invariants",
+        "mutual_exclusion",
+        "--color",
+        "always",
+    ]);
+    assert!(esc(&o), "{}", stderr(&o));
+    rejects(
+        &["list", "--color", "sometimes"],
+        "possible values: auto, always, never",
+    );
+}
