@@ -21,7 +21,7 @@ pub struct AgainstArgs {
     /// be changed here; so are its timings unless set.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// A trace file or a check report (`locklab check --json`)
+    /// A trace file or a check report (`locklab check --json`; `-`: standard input)
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// From a check report, the trace of this invariant [default: the first]
@@ -160,9 +160,12 @@ fn column_names(source: &LockModel, target: &LockModel) -> (String, String) {
 
 pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     let traces = crate::trace_cmd::load(&args.file, args.invariant.as_deref())?;
-    let t: &Trace = traces
-        .first()
-        .ok_or_else(|| Failure::input(format!("{}: no trace in it", args.file.display())))?;
+    let t: &Trace = traces.first().ok_or_else(|| {
+        Failure::input(format!(
+            "{}: no trace in it",
+            crate::util::input_name(&args.file)
+        ))
+    })?;
     let source = trace::model_from_config(&t.config).map_err(Failure::input)?;
     let inv = Invariant::from_name(&t.invariant)
         .ok_or_else(|| Failure::input(format!("unknown invariant {:?}", t.invariant)))?;

@@ -48,6 +48,7 @@ pub struct CheckArgs {
     pub max_memory: Option<String>,
 
     /// Write every verdict and counterexample as one JSON check report
+    /// (`-`: to standard output, instead of the verdicts)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Write one JSON trace file per counterexample into this directory (and,
@@ -324,7 +325,9 @@ pub fn report(
 /// Checks that outputs can be written and numbers make sense, before any
 /// work starts.
 fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
-    if let Some(p) = &args.json {
+    if let Some(p) = &args.json
+        && !crate::util::is_dash(p)
+    {
         check_writable(p)?;
     }
     if let Some(d) = &args.out_dir
@@ -467,11 +470,18 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     )?;
     watch.done();
     // Outputs: everything is computed; now write.
-    if let Some(p) = &args.json {
+    let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
+    if let Some(p) = &args.json
+        && !json_to_stdout
+    {
         write_atomic(p, &report.to_json())?;
     }
     if let Some(d) = &args.out_dir {
         write_traces(d, &[&report], format)?;
+    }
+    if json_to_stdout {
+        out!("{}", report.to_json())?;
+        return Ok(exit_code(report.verdicts.iter()));
     }
     let color = crate::util::stdout_color();
     match format {

@@ -131,15 +131,22 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     }
     watch.done();
 
-    if let Some(p) = &args.json {
-        let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
+    let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
+    let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
+    if let Some(p) = &args.json
+        && !json_to_stdout
+    {
         write_atomic(p, &all)?;
     }
     if let Some(d) = &args.out_dir {
         let refs: Vec<&CheckReport> = reports.iter().collect();
         write_traces(d, &refs, format)?;
     }
-    out!("{}", stdout_text(&reports, args, format, color))?;
+    if json_to_stdout {
+        out!("{all}")?;
+    } else {
+        out!("{}", stdout_text(&reports, args, format, color))?;
+    }
     Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
 }
 

@@ -435,8 +435,7 @@ pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
 pub fn merge(args: &MergeArgs) -> Result<i32, Failure> {
     let mut parts = Vec::new();
     for f in &args.files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| Failure::input(format!("cannot read {}: {e}", f.display())))?;
+        let text = crate::util::read_input(f)?;
         let s: Summary = serde_json::from_str(&text).map_err(|e| {
             Failure::input(format!(
                 "{}: not a simulation summary ({e}); merge reads the --json output of `locklab simulate --shard`",

@@ -47,7 +47,7 @@ pub enum TraceCommand {
     ///
     /// svg and html hold one trace each: for a report with several, pick one with --invariant.
     Render {
-        /// A trace file or a check report written by `locklab check --json`
+        /// A trace file or a check report written by `locklab check --json` (`-`: standard input)
         file: PathBuf,
         /// Output format
         #[arg(long, value_enum, default_value = "text")]
@@ -58,7 +58,7 @@ pub enum TraceCommand {
     },
     /// Tell a counterexample as a short story, one sentence per step that matters
     Explain {
-        /// A trace file or a check report written by `locklab check --json`
+        /// A trace file or a check report written by `locklab check --json` (`-`: standard input)
         file: PathBuf,
         /// From a check report, only the trace of this invariant
         #[arg(long, value_name = "NAME")]
@@ -66,7 +66,7 @@ pub enum TraceCommand {
     },
     /// Replay a trace through the model and report the first step that does not match
     Validate {
-        /// A trace file or a check report
+        /// A trace file or a check report (`-`: standard input)
         file: PathBuf,
     },
     /// Run a counterexample's schedule against another protocol (or other knobs) and show where the fix blocks it
@@ -79,11 +79,10 @@ pub enum TraceCommand {
 
 /// Reads a trace file and replays every trace in it; nothing is rendered
 /// from a trace that does not replay.
-pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failure> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", file.display())))?;
-    let doc =
-        Document::parse(&text).map_err(|e| Failure::input(format!("{}: {e}", file.display())))?;
+pub fn load(file: &std::path::Path, invariant: Option<&str>) -> Result<Vec<Trace>, Failure> {
+    let text = crate::util::read_input(file)?;
+    let doc = Document::parse(&text)
+        .map_err(|e| Failure::input(format!("{}: {e}", crate::util::input_name(file))))?;
     let mut traces: Vec<Trace> = doc.traces().into_iter().cloned().collect();
     if let Some(name) = invariant {
         let held: Vec<String> = traces.iter().map(|t| t.invariant.clone()).collect();
@@ -91,7 +90,7 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         if traces.is_empty() {
             return Err(Failure::input(format!(
                 "{}: no trace for invariant '{name}' (it holds traces for: {})",
-                file.display(),
+                crate::util::input_name(file),
                 if held.is_empty() {
                     "none".to_string()
                 } else {
@@ -104,7 +103,7 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         verify(t).map_err(|e| {
             Failure::input(format!(
                 "{}: the {} trace does not replay through the model: {e}",
-                file.display(),
+                crate::util::input_name(file),
                 t.invariant
             ))
         })?;
@@ -243,14 +242,17 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
                 let names: Vec<&str> = traces.iter().map(|t| t.invariant.as_str()).collect();
                 return Err(Failure::input(format!(
                     "{} holds {} traces ({}); --format {} draws one per file: add --invariant NAME",
-                    file.display(),
+                    crate::util::input_name(file),
                     traces.len(),
                     names.join(", "),
                     format.extension()
                 )));
             }
             if traces.is_empty() {
-                note!("{}: no counterexample to draw", file.display());
+                note!(
+                    "{}: no counterexample to draw",
+                    crate::util::input_name(file)
+                );
                 return Ok(0);
             }
             out!("{}", join(&traces, format, crate::util::stdout_color()))?;
@@ -259,7 +261,10 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
         TraceCommand::Explain { file, invariant } => {
             let traces = load(file, invariant.as_deref())?;
             if traces.is_empty() {
-                note!("{}: no counterexample to explain", file.display());
+                note!(
+                    "{}: no counterexample to explain",
+                    crate::util::input_name(file)
+                );
             }
             out!("{}", join(&traces, Format::Story, false))?;
             Ok(0)
@@ -269,7 +274,7 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
             for t in &traces {
                 outln!(
                     "{}: {} trace replays: {} steps, violation at step {}",
-                    file.display(),
+                    crate::util::input_name(file),
                     t.invariant,
                     t.steps.len(),
                     t.violation_step

@@ -151,6 +151,37 @@ pub fn unknown(what: &str, given: &str, known: &[&str]) -> Failure {
     ))
 }
 
+/// `-` names standard input (for files read) or standard output (for
+/// files written).
+pub fn is_dash(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// How messages name `path`: `standard input` for `-`.
+pub fn input_name(path: &Path) -> String {
+    if is_dash(path) {
+        "standard input".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Reads a whole input file, or standard input for `-`.
+pub fn read_input(path: &Path) -> Result<String, Failure> {
+    use std::io::Read;
+    let mut text = String::new();
+    let r = if is_dash(path) {
+        std::io::stdin()
+            .lock()
+            .read_to_string(&mut text)
+            .map(|_| ())
+    } else {
+        std::fs::read_to_string(path).map(|t| text = t)
+    };
+    r.map_err(|e| Failure::input(format!("cannot read {}: {e}", input_name(path))))?;
+    Ok(text)
+}
+
 /// Checks that `path` can be written (its directory exists and a file can
 /// be created in it) before any work starts, so a run never fails after
 /// doing the work.

@@ -852,3 +852,58 @@ fn color_is_a_global_option_and_no_color_means_set_and_non_empty() {
         "possible values: auto, always, never",
     );
 }
+
+/// Runs `locklab` with `input` on standard input.
+fn locklab_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn dash_reads_standard_input_and_writes_standard_output() {
+    let file = gallery_trace("naive-del.ownership.json");
+    let text = std::fs::read(&file).unwrap();
+    for cmd in ["explain", "render", "validate"] {
+        let from_file = locklab(&["trace", cmd, &file]);
+        let from_stdin = locklab_stdin(&["trace", cmd, "-"], &text);
+        assert_eq!(from_stdin.status.code(), Some(0), "{}", stderr(&from_stdin));
+        assert_eq!(
+            stdout(&from_stdin),
+            stdout(&from_file).replace(&file, "standard input"),
+            "{cmd}"
+        );
+    }
+    let o = locklab_stdin(&["trace", "validate", "-"], b"{");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: standard input: "),
+        "{}",
+        stderr(&o)
+    );
+    // --json - prints the report, and only the report.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "pause",
+        "--invariants",
+        "ownership",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON");
+    assert_eq!(report["kind"], "check-report");
+    let back = locklab_stdin(&["trace", "validate", "-"], &o.stdout);
+    assert_eq!(back.status.code(), Some(0), "{}", stderr(&back));
+    assert!(stdout(&back).contains("ownership trace replays"));
+}
