@@ -30,7 +30,7 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Check(crate::check::CheckArgs),
     /// List protocols, fault kinds and invariants
-    List,
+    List(crate::list::ListArgs),
     /// Step through a protocol's states in stateright's web Explorer (on 127.0.0.1)
     #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
@@ -127,7 +127,8 @@ pub fn run() -> i32 {
     crate::util::set_color(cli.color);
     let result = match &cli.command {
         Command::Check(a) => crate::check::run(a),
-        Command::List => out!("{}", crate::list::render()).map(|()| 0),
+        Command::List(a) if a.json => out!("{}", crate::list::render_json()).map(|()| 0),
+        Command::List(_) => out!("{}", crate::list::render()).map(|()| 0),
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
         Command::Bench(b) => crate::bench::run(b),

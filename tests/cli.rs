@@ -907,3 +907,48 @@ fn dash_reads_standard_input_and_writes_standard_output() {
     assert_eq!(back.status.code(), Some(0), "{}", stderr(&back));
     assert!(stdout(&back).contains("ownership trace replays"));
 }
+
+#[test]
+fn list_json_names_what_the_text_names() {
+    let text = stdout(&locklab(&["list"]));
+    let o = locklab(&["list", "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {key}"))
+            .iter()
+            .map(|x| x["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let protocols = names("protocols");
+    assert_eq!(protocols.len(), 11, "{protocols:?}");
+    for n in protocols
+        .iter()
+        .chain(&names("fault_kinds"))
+        .chain(&names("invariants"))
+    {
+        assert!(
+            text.contains(&format!("  {n} ")),
+            "{n} is not in the text list"
+        );
+    }
+    let redlock = v["protocols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "redlock")
+        .unwrap();
+    assert!(
+        redlock["faults"]
+            .as_array()
+            .unwrap()
+            .contains(&"clock-jump".into())
+    );
+    assert_eq!(
+        o.stdout,
+        locklab(&["list", "--json"]).stdout,
+        "deterministic"
+    );
+}
