@@ -56,6 +56,33 @@ pub enum Command {
     /// Generate the counterexample gallery: a page per protocol with each broken invariant's
     /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
     Docs(crate::docs::DocsArgs),
+    /// Print a shell completion script: `locklab completions bash > /etc/bash_completion.d/locklab`
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `locklab man > locklab.1; man ./locklab.1`
+    Man,
+}
+
+/// The completion script for `shell`.
+fn completions(shell: clap_complete::Shell) -> Result<i32, Failure> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "locklab", &mut buf);
+    out!("{}", String::from_utf8_lossy(&buf))?;
+    Ok(0)
+}
+
+/// The manual page, in roff.
+fn man() -> Result<i32, Failure> {
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut buf)
+        .map_err(|e| Failure::input(format!("cannot render the manual page: {e}")))?;
+    out!("{}", String::from_utf8_lossy(&buf))?;
+    Ok(0)
 }
 
 #[derive(clap::Args, Debug)]
@@ -136,6 +163,8 @@ pub fn run() -> i32 {
         Command::Simulate(a) => crate::sim_cmd::run(a),
         Command::Merge(a) => crate::sim_cmd::merge(a),
         Command::Docs(d) => crate::docs::run(d),
+        Command::Completions { shell } => completions(*shell),
+        Command::Man => man(),
     };
     match result {
         Ok(code) => code,

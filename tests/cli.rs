@@ -952,3 +952,40 @@ fn list_json_names_what_the_text_names() {
         "deterministic"
     );
 }
+
+#[test]
+fn completions_and_man_page_cover_the_commands() {
+    let o = locklab(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let bash = stdout(&o);
+    for word in ["_locklab", "check", "trace", "--time-limit", "--faults"] {
+        assert!(bash.contains(word), "{word} not completed");
+    }
+    // The script is valid bash.
+    let d = scratch("completions");
+    let script = d.join("locklab.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", stderr(&syntax));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = locklab(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        assert!(stdout(&o).contains("locklab"), "{shell}");
+    }
+    rejects(&["completions", "tcsh"], "possible values: bash");
+    let o = locklab(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = stdout(&o);
+    assert!(page.contains(".TH locklab 1"), "{page}");
+    assert!(page.contains(".SH NAME"), "{page}");
+    for sub in ["check", "simulate", "replay", "completions"] {
+        assert!(
+            page.contains(&format!("locklab\\-{sub}")),
+            "{sub} missing from the man page"
+        );
+    }
+}
