@@ -147,7 +147,20 @@ pub fn run() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
-            let _ = e.print();
+            // Help and version go to standard output, which may fail too.
+            let printed = e.print().and_then(|_| {
+                use std::io::Write;
+                std::io::stdout().flush()
+            });
+            if let Err(w) = printed
+                && !e.use_stderr()
+            {
+                let f = crate::util::stdout_failure(w);
+                if !f.message.is_empty() {
+                    note!("error: {}", f.message);
+                }
+                return f.code;
+            }
             return code;
         }
     };

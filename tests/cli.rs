@@ -483,6 +483,10 @@ fn a_failed_write_to_stdout_is_a_clear_error_not_a_panic() {
     let explain = gallery_trace("naive-del.ownership.json");
     let commands: Vec<Vec<&str>> = vec![
         vec!["list"],
+        vec!["list", "--json"],
+        vec!["--help"],
+        vec!["--version"],
+        vec!["man"],
         vec![
             "check",
             "naive-del",
