@@ -30,7 +30,7 @@ up in time, the driver falling behind its real-time schedule); 130 \
 interrupted. Every server started is stopped in every case."
 )]
 pub struct ReplayArgs {
-    /// A trace file, or a check report written by `locklab check --json`
+    /// A trace file, or a check report written by `locklab check --json` (`-`: standard input)
     pub file: PathBuf,
     /// From a check report, replay the trace of this invariant [default: the first violated one]
     #[arg(long, value_name = "NAME")]
@@ -64,11 +64,10 @@ pub struct ReplayArgs {
 /// The trace to replay: the only one of a trace file, or from a check
 /// report the one for `invariant` (default: the first violated invariant,
 /// in the report's order).
-fn pick(file: &PathBuf, invariant: Option<&str>) -> Result<Trace, Failure> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", file.display())))?;
-    let doc =
-        Document::parse(&text).map_err(|e| Failure::input(format!("{}: {e}", file.display())))?;
+fn pick(file: &std::path::Path, invariant: Option<&str>) -> Result<Trace, Failure> {
+    let text = crate::util::read_input(file)?;
+    let doc = Document::parse(&text)
+        .map_err(|e| Failure::input(format!("{}: {e}", crate::util::input_name(file))))?;
     let traces = doc.traces();
     let names: Vec<&str> = traces.iter().map(|t| t.invariant.as_str()).collect();
     let found = match invariant {
@@ -81,12 +80,12 @@ fn pick(file: &PathBuf, invariant: Option<&str>) -> Result<Trace, Failure> {
     Err(Failure::input(if names.is_empty() {
         format!(
             "{}: no counterexample to replay (the check found no violated invariant)",
-            file.display()
+            crate::util::input_name(file)
         )
     } else {
         format!(
             "{}: no trace for invariant '{}'; it has: {}",
-            file.display(),
+            crate::util::input_name(file),
             invariant.unwrap_or_default(),
             names.join(", ")
         )
@@ -95,6 +94,13 @@ fn pick(file: &PathBuf, invariant: Option<&str>) -> Result<Trace, Failure> {
 
 pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
     let trace = pick(&args.file, args.invariant.as_deref())?;
+    crate::trace_cmd::verify(&trace).map_err(|e| {
+        Failure::input(format!(
+            "{}: the {} trace does not replay through the model: {e}",
+            crate::util::input_name(&args.file),
+            trace.invariant
+        ))
+    })?;
     let opts = Options {
         tick_ms: args.tick_ms,
         servers: ServerOptions {
@@ -116,13 +122,16 @@ pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
     interrupt::install();
     match replay(&trace, &opts) {
         Ok(report) => {
-            print!("{}", report.render());
+            out!("{}", report.render())?;
             Ok(report.exit_code())
         }
         Err(Error::Interrupted) => Err(Failure {
             code: EXIT_INTERRUPTED,
             message: Error::Interrupted.to_string(),
         }),
-        Err(e) => Err(Failure::input(format!("{}: {e}", args.file.display()))),
+        Err(e) => Err(Failure::input(format!(
+            "{}: {e}",
+            crate::util::input_name(&args.file)
+        ))),
     }
 }
