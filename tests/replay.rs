@@ -11,7 +11,7 @@ mod common;
 
 use common::{CC, REDIS, locklab, require, scratch};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -564,7 +564,12 @@ fn bad_replay_input_is_rejected() {
 #[test]
 fn two_replays_racing_for_one_base_port_never_share_a_server() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::two_replays_racing_for_one_base_port_never_share_a_server",
+        &[REDIS],
+    ) {
+        return;
+    }
     let d = scratch("race");
     let f = check(
         &d,

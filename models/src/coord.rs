@@ -116,6 +116,12 @@ fn own_entry(w: &mut World, c: u8, round: u8) -> u16 {
 
 /// Runs `cmd`, sent by client `c`, and returns the reply.
 fn execute(m: &LockModel, w: &mut World, c: u8, cmd: Cmd, log: &mut Log) -> Reply {
+    // A ZooKeeper server renews a live session on every request.
+    if m.proto.requests_renew_session()
+        && let Some(t) = &mut w.coord.sessions[c as usize]
+    {
+        *t = m.params.ttl as STicks;
+    }
     match cmd {
         Cmd::Open => {
             w.coord.sessions[c as usize] = Some(m.params.ttl as STicks);
