@@ -21,7 +21,7 @@ pub struct AgainstArgs {
     /// be changed here; so are its timings unless set.
     #[command(flatten)]
     pub model: ModelArgs,
-    /// A trace file or a check report (`locklab check --json`)
+    /// A trace file or a check report (`locklab check --json`; `-`: standard input)
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     /// From a check report, the trace of this invariant [default: the first]
@@ -134,11 +134,38 @@ fn cut(s: &str, n: usize) -> String {
     }
 }
 
+/// What tells the two runs apart: the protocol names when they differ,
+/// otherwise the protocol with every setting that differs
+/// (`fencing resource-check=write` against `fencing resource-check=read-write`).
+fn column_names(source: &LockModel, target: &LockModel) -> (String, String) {
+    let (s, t) = (source.proto.name(), target.proto.name());
+    if s != t {
+        return (s.to_string(), t.to_string());
+    }
+    let (a, b) = (source.params.to_map(), target.params.to_map());
+    let shown = |v: Option<&serde_json::Value>| match v {
+        Some(serde_json::Value::String(x)) => x.clone(),
+        Some(serde_json::Value::Null) | None => "off".to_string(),
+        Some(other) => other.to_string(),
+    };
+    let (mut ls, mut lt) = (s.to_string(), t.to_string());
+    for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+        if a.get(k) != b.get(k) {
+            let _ = write!(ls, " {k}={}", shown(a.get(k)));
+            let _ = write!(lt, " {k}={}", shown(b.get(k)));
+        }
+    }
+    (ls, lt)
+}
+
 pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     let traces = crate::trace_cmd::load(&args.file, args.invariant.as_deref())?;
-    let t: &Trace = traces
-        .first()
-        .ok_or_else(|| Failure::input(format!("{}: no trace in it", args.file.display())))?;
+    let t: &Trace = traces.first().ok_or_else(|| {
+        Failure::input(format!(
+            "{}: no trace in it",
+            crate::util::input_name(&args.file)
+        ))
+    })?;
     let source = trace::model_from_config(&t.config).map_err(Failure::input)?;
     let inv = Invariant::from_name(&t.invariant)
         .ok_or_else(|| Failure::input(format!("unknown invariant {:?}", t.invariant)))?;
@@ -155,11 +182,12 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     let tpath: Vec<_> = result.steps.iter().map(|s| s.action).collect();
     let tl = labels(&target, &tpath);
 
-    let (src_name, tgt_name) = (source.proto.name(), target.proto.name());
+    let (src_name, tgt_name) = column_names(&source, &target);
+    let (src_name, tgt_name) = (src_name.as_str(), tgt_name.as_str());
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{src_name}'s {} counterexample ({} steps), its schedule run against {tgt_name}",
+        "the {} counterexample of {src_name} ({} steps), its schedule run against {tgt_name}",
         t.invariant,
         t.steps.len()
     );
@@ -252,6 +280,6 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
             EXIT_OK
         }
     };
-    print!("{out}");
+    out!("{out}")?;
     Ok(code)
 }

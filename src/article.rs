@@ -428,7 +428,7 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
             symmetry: true,
             threads,
         };
-        let r: CheckReport = crate::check::report(&m, &opts, false)?;
+        let r: CheckReport = crate::check::report(&m, &opts, false, None)?;
         let v = r
             .verdicts
             .iter()

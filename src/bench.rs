@@ -19,9 +19,9 @@ pub struct BenchArgs {
     /// Measure the simulator instead: acquisitions and steps per second on one thread
     #[arg(long)]
     pub sim: bool,
-    /// With --sim: runs per protocol
-    #[arg(long, value_name = "N", default_value_t = 20_000)]
-    pub sim_runs: u64,
+    /// With --sim: runs per protocol (1 to 100,000,000) [default: 20000]
+    #[arg(long, value_name = "N")]
+    pub sim_runs: Option<u64>,
 }
 
 struct Case {
@@ -70,18 +70,35 @@ fn cases(heavy: bool) -> Vec<Case> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
-    if args.sim {
-        return crate::sim_cmd::bench(args.sim_runs.max(1));
+    match (args.sim, args.sim_runs) {
+        (false, Some(_)) => {
+            return Err(Failure::input(
+                "--sim-runs applies to the simulator benchmark only: add --sim",
+            ));
+        }
+        (true, Some(n)) if n == 0 || n > 100_000_000 => {
+            return Err(Failure::input(format!(
+                "--sim-runs {n}: must be between 1 and 100000000"
+            )));
+        }
+        (true, n) => return crate::sim_cmd::bench(n.unwrap_or(20_000)),
+        (false, None) => {}
     }
     let exe = std::env::current_exe()
         .map_err(|e| Failure::input(format!("cannot find the locklab executable: {e}")))?;
     if args.threads == Some(0) {
         return Err(Failure::input("--threads must be at least 1"));
     }
-    println!(
+    outln!(
         "{:<46} {:>12} {:>9} {:>12} {:>10} {:>11} {:>8}",
-        "configuration", "states", "seconds", "states/s", "peak MB", "bytes/state", "threads"
-    );
+        "configuration",
+        "states",
+        "seconds",
+        "states/s",
+        "peak MB",
+        "bytes/state",
+        "threads"
+    )?;
     for case in cases(args.heavy) {
         let mut cmd = Command::new(&exe);
         cmd.arg("check").args(&case.args).args([
@@ -110,7 +127,7 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
         let states = s["states"].as_u64().unwrap_or(0);
         let secs = s["seconds"].as_f64().unwrap_or(0.0);
         let peak = s["peak_memory_bytes"].as_u64();
-        println!(
+        outln!(
             "{:<46} {:>12} {:>9.2} {:>12.0} {:>10} {:>11} {:>8}",
             case.name,
             states,
@@ -122,14 +139,14 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
                 p as f64 / states.max(1) as f64
             )),
             s["threads"].as_u64().unwrap_or(0),
-        );
+        )?;
     }
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "states = distinct symmetry-reduced states stored; bytes/state = peak resident memory / states"
-    );
-    println!(
+    )?;
+    outln!(
         "(the whole process: the fingerprint set, the parent links and the widest two levels of states)."
-    );
+    )?;
     Ok(0)
 }

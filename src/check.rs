@@ -6,21 +6,14 @@ use crate::trace_cmd::RenderFormat;
 use crate::util::{
     EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic,
 };
-use clap::{Args, ValueEnum};
+use crate::watch::{Limits, Watch, parse_bytes, parse_duration};
+use clap::Args;
 use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
 use locklab_traces::{
     CheckReport, Document, Format, SCHEMA_VERSION, SearchSummary, Trace, Verdict,
 };
-use std::io::IsTerminal;
 use std::path::PathBuf;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Color {
-    Auto,
-    Always,
-    Never,
-}
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -45,8 +38,17 @@ pub struct CheckArgs {
     /// Skip the search for the smallest sets of fault kinds that break each invariant
     #[arg(long, help_heading = "Search")]
     pub no_fault_analysis: bool,
+    /// Stop after this long (e.g. 90s, 5m, 1h) and report the run incomplete (exit 3);
+    /// `check all` prints the protocols it finished
+    #[arg(long, value_name = "DURATION", help_heading = "Search")]
+    pub time_limit: Option<String>,
+    /// Stop when the process's resident memory passes this (e.g. 512M, 4G) and report
+    /// the run incomplete (exit 3)
+    #[arg(long, value_name = "SIZE", help_heading = "Search")]
+    pub max_memory: Option<String>,
 
     /// Write every verdict and counterexample as one JSON check report
+    /// (`-`: to standard output, instead of the verdicts)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Write one JSON trace file per counterexample into this directory (and,
@@ -69,9 +71,6 @@ pub struct CheckArgs {
         verbatim_doc_comment
     )]
     pub format: RenderFormat,
-    /// Colour on standard output
-    #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
-    pub color: Color,
 }
 
 /// The invariants a check covers, in the fixed order.
@@ -175,8 +174,17 @@ fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
 /// Searches `m` and builds its check report: a verdict per invariant and a
 /// verified trace per counterexample (with the smallest fault sets when
 /// `analyse`).
-pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<CheckReport, Failure> {
+pub fn report(
+    m: &LockModel,
+    opts: &SearchOptions,
+    analyse: bool,
+    watch: Option<&Watch>,
+) -> Result<CheckReport, Failure> {
     let invariants = opts.invariants.clone();
+    let name = m.proto.name();
+    if let Some(w) = watch {
+        w.phase(format!("{name}: search"));
+    }
     let result = search(m, opts);
 
     let mut traces: Vec<Trace> = Vec::new();
@@ -228,6 +236,12 @@ pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<Chec
                 let (sets, proven) = if !analyse {
                     (None, false)
                 } else {
+                    if let Some(w) = watch {
+                        w.phase(format!(
+                            "{name}: smallest fault sets breaking {}",
+                            inv.name()
+                        ));
+                    }
                     let (s, p) = minimal_fault_sets(m, inv, &used, opts);
                     (Some(s), p)
                 };
@@ -311,7 +325,9 @@ pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<Chec
 /// Checks that outputs can be written and numbers make sense, before any
 /// work starts.
 fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
-    if let Some(p) = &args.json {
+    if let Some(p) = &args.json
+        && !crate::util::is_dash(p)
+    {
         check_writable(p)?;
     }
     if let Some(d) = &args.out_dir
@@ -331,7 +347,24 @@ fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
             "--max-states and --max-depth must be at least 1",
         ));
     }
+    limits(args)?;
     Ok(())
+}
+
+/// The time and memory limits the run was given.
+pub fn limits(args: &CheckArgs) -> Result<Limits, Failure> {
+    Ok(Limits {
+        time: args
+            .time_limit
+            .as_deref()
+            .map(|t| parse_duration("time-limit", t))
+            .transpose()?,
+        memory: args
+            .max_memory
+            .as_deref()
+            .map(|t| parse_bytes("max-memory", t))
+            .transpose()?,
+    })
 }
 
 /// The search options a check runs with.
@@ -358,15 +391,6 @@ pub fn exit_code<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> i32 {
         EXIT_VIOLATION
     } else {
         EXIT_OK
-    }
-}
-
-/// Whether to colour standard output.
-pub fn use_color(c: Color) -> bool {
-    match c {
-        Color::Always => true,
-        Color::Never => false,
-        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
     }
 }
 
@@ -404,7 +428,7 @@ pub fn write_traces(
     for (p, contents, announce) in &files {
         write_atomic(p, contents)?;
         if *announce {
-            eprintln!("wrote {}", p.display());
+            note!("wrote {}", p.display());
         }
     }
     Ok(())
@@ -434,32 +458,45 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             invariants.len()
         )));
     }
+    if let Some(d) = &args.out_dir {
+        crate::util::prepare_dir("out-dir", d)?;
+    }
+    let watch = Watch::start(limits(args)?);
     let report = report(
         &m,
         &search_options(args, invariants),
         !args.no_fault_analysis,
+        Some(&watch),
     )?;
+    watch.done();
     // Outputs: everything is computed; now write.
-    if let Some(p) = &args.json {
+    let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
+    if let Some(p) = &args.json
+        && !json_to_stdout
+    {
         write_atomic(p, &report.to_json())?;
     }
     if let Some(d) = &args.out_dir {
         write_traces(d, &[&report], format)?;
     }
-    let color = use_color(args.color);
+    if json_to_stdout {
+        out!("{}", report.to_json())?;
+        return Ok(exit_code(report.verdicts.iter()));
+    }
+    let color = crate::util::stdout_color();
     match format {
-        Format::Json => print!("{}", report.to_json()),
+        Format::Json => out!("{}", report.to_json())?,
         Format::Table | Format::Text | Format::Story => {
-            print!("{}", crate::report::render(&report, Some(format), color))
+            out!("{}", crate::report::render(&report, Some(format), color))?
         }
         _ if args.out_dir.is_some() => {
-            print!("{}", crate::report::render(&report, None, color));
+            out!("{}", crate::report::render(&report, None, color))?;
         }
         _ => {
             if report.traces.is_empty() {
-                eprintln!("no counterexample to draw: no checked invariant is broken");
+                note!("no counterexample to draw: no checked invariant is broken");
             }
-            print!("{}", crate::trace_cmd::join(&report.traces, format, color));
+            out!("{}", crate::trace_cmd::join(&report.traces, format, color))?;
         }
     }
     Ok(exit_code(report.verdicts.iter()))

@@ -14,11 +14,14 @@ use clap::{Parser, Subcommand};
     name = "locklab",
     version,
     propagate_version = true,
-    after_help = "Start here:\n  locklab list                          protocols, fault kinds, invariants\n  locklab check redlock                 shortest counterexamples for Redlock\n  locklab check all                     the whole ladder as a matrix\n  locklab simulate watchdog --runs 100000\n  locklab trace render FILE --format svg\n  locklab replay FILE                   the counterexample on real redis-server\n\nMore: README.md, docs/model.md, docs/simulation.md, docs/gallery/."
+    after_help = "Start here:\n  locklab list                          protocols, fault kinds, invariants\n  locklab check redlock                 shortest counterexamples for Redlock\n  locklab check all                     the whole ladder as a matrix\n  locklab simulate watchdog --runs 100000\n  locklab trace render FILE --format svg\n  locklab replay FILE                   the counterexample on real Redis, etcd or ZooKeeper\n\nMore: README.md, docs/model.md, docs/simulation.md, docs/gallery/."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour on standard output: auto (when it is a terminal and NO_COLOR is unset or empty), always, never
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub color: crate::util::Color,
 }
 
 #[derive(Subcommand, Debug)]
@@ -27,7 +30,7 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Check(crate::check::CheckArgs),
     /// List protocols, fault kinds and invariants
-    List,
+    List(crate::list::ListArgs),
     /// Step through a protocol's states in stateright's web Explorer (on 127.0.0.1)
     #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
@@ -36,7 +39,7 @@ pub enum Command {
     Trace(crate::trace_cmd::TraceCommand),
     /// Measure the search (states, states/s, memory per state), or with --sim the simulator (acquisitions/s)
     Bench(crate::bench::BenchArgs),
-    /// Replay a counterexample against real redis-server processes and check they conform to the model
+    /// Replay a counterexample against real Redis, etcd or ZooKeeper servers and check they conform to the model
     Replay(crate::replay_cmd::ReplayArgs),
     /// Seeded random runs with realistic timings (milliseconds): violation rates per acquisition
     ///
@@ -53,6 +56,33 @@ pub enum Command {
     /// Generate the counterexample gallery: a page per protocol with each broken invariant's
     /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
     Docs(crate::docs::DocsArgs),
+    /// Print a shell completion script: `locklab completions bash > /etc/bash_completion.d/locklab`
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `locklab man > locklab.1; man ./locklab.1`
+    Man,
+}
+
+/// The completion script for `shell`.
+fn completions(shell: clap_complete::Shell) -> Result<i32, Failure> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "locklab", &mut buf);
+    out!("{}", String::from_utf8_lossy(&buf))?;
+    Ok(0)
+}
+
+/// The manual page, in roff.
+fn man() -> Result<i32, Failure> {
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut buf)
+        .map_err(|e| Failure::input(format!("cannot render the manual page: {e}")))?;
+    out!("{}", String::from_utf8_lossy(&buf))?;
+    Ok(0)
 }
 
 #[derive(clap::Args, Debug)]
@@ -62,24 +92,53 @@ pub struct ExploreArgs {
     /// Address to serve on (loopback only)
     #[arg(long, default_value = "127.0.0.1:3000")]
     pub addr: std::net::SocketAddr,
+    /// Port to serve on, replacing --addr's; 0 picks any free port (the URL is printed)
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
 }
 
 fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
     use stateright::Model;
-    if !args.addr.ip().is_loopback() {
+    let mut addr = args.addr;
+    if let Some(p) = args.port {
+        addr.set_port(p);
+    }
+    if !addr.ip().is_loopback() {
         return Err(Failure::input(format!(
-            "--addr {}: the Explorer only serves on loopback (127.0.0.1 or ::1)",
-            args.addr
+            "--addr {addr}: the Explorer only serves on loopback (127.0.0.1 or ::1)"
         )));
     }
     let m = args.model.build()?;
-    eprintln!(
-        "Explorer for {} on http://{} (Ctrl-C to stop)",
-        m.proto.name(),
-        args.addr
+    // Take the port first: a port in use is a clear error, and port 0
+    // becomes a real free port to announce.
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| {
+        Failure::input(format!(
+            "cannot serve on {addr}: {e}; pick another port with --port PORT, or --port 0 for any free one"
+        ))
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Failure::input(format!("cannot serve on {addr}: {e}")))?;
+    drop(listener);
+    note!(
+        "Explorer for {} on http://{addr}/ (Ctrl-C to stop)",
+        m.proto.name()
     );
+    outln!("http://{addr}/")?;
+    // stateright's server panics when it cannot bind (another process took
+    // the port in the instant since it was free) or answer: say so, briefly.
+    std::panic::set_hook(Box::new(move |info| {
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("unknown error");
+        note!("error: the Explorer on {addr} stopped: {what}");
+        std::process::exit(EXIT_BAD_INPUT);
+    }));
     // Serves until the process is stopped.
-    let _checker = m.checker().serve(args.addr);
+    let _checker = m.checker().serve(addr);
     Ok(0)
 }
 
@@ -88,16 +147,28 @@ pub fn run() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
-            let _ = e.print();
+            // Help and version go to standard output, which may fail too.
+            let printed = e.print().and_then(|_| {
+                use std::io::Write;
+                std::io::stdout().flush()
+            });
+            if let Err(w) = printed
+                && !e.use_stderr()
+            {
+                let f = crate::util::stdout_failure(w);
+                if !f.message.is_empty() {
+                    note!("error: {}", f.message);
+                }
+                return f.code;
+            }
             return code;
         }
     };
+    crate::util::set_color(cli.color);
     let result = match &cli.command {
         Command::Check(a) => crate::check::run(a),
-        Command::List => {
-            print!("{}", crate::list::render());
-            Ok(0)
-        }
+        Command::List(a) if a.json => out!("{}", crate::list::render_json()).map(|()| 0),
+        Command::List(_) => out!("{}", crate::list::render()).map(|()| 0),
         Command::Explore(a) => explore(a),
         Command::Trace(t) => crate::trace_cmd::run(t),
         Command::Bench(b) => crate::bench::run(b),
@@ -105,11 +176,15 @@ pub fn run() -> i32 {
         Command::Simulate(a) => crate::sim_cmd::run(a),
         Command::Merge(a) => crate::sim_cmd::merge(a),
         Command::Docs(d) => crate::docs::run(d),
+        Command::Completions { shell } => completions(*shell),
+        Command::Man => man(),
     };
     match result {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            if !f.message.is_empty() {
+                note!("error: {}", f.message);
+            }
             f.code
         }
     }

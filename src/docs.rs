@@ -8,21 +8,28 @@
 //! figures, so the committed gallery can be checked for staleness by
 //! regenerating it and comparing bytes.
 
-use crate::util::{Failure, write_atomic};
+use crate::util::{Failure, prepare_dir, write_atomic};
 use clap::Args;
 use locklab_models::search::SearchOptions;
 use locklab_models::{Invariant, LockModel, Params, protocols};
 use locklab_traces::{CheckReport, Trace, Verdict, mermaid, svg};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct DocsArgs {
-    /// Directory to write the gallery into (created if missing). Files the
-    /// gallery no longer has (old pages, pictures, traces) are removed from it.
+    /// Directory to write the gallery into: a new or empty one, or one an
+    /// earlier `locklab docs` wrote (it keeps the list of its files in
+    /// DIR/.locklab-docs-manifest). Files an earlier run wrote that the
+    /// gallery no longer has are removed; no other file is touched.
     #[arg(long, value_name = "DIR", default_value = "docs/gallery")]
     pub out: PathBuf,
+    /// Write into a directory that holds files `locklab docs` did not
+    /// write (they are overwritten only where the gallery has a file of the
+    /// same name, and never deleted)
+    #[arg(long)]
+    pub force: bool,
     /// Worker threads for the searches [default: one per core]; the gallery does not depend on it
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -52,7 +59,7 @@ fn check_protocol(
         symmetry: true,
         threads,
     };
-    crate::check::report(&m, &opts, true)
+    crate::check::report(&m, &opts, true, None)
 }
 
 fn stem(t: &Trace) -> String {
@@ -271,40 +278,102 @@ pub fn generate(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
     Ok(files)
 }
 
-/// Files in `dir` that look like the gallery's own (pages, pictures,
-/// traces), so that a page that is no longer generated does not linger.
-fn managed(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    for (sub, ext) in [("", "md"), ("svg", "svg"), ("traces", "json")] {
-        let Ok(entries) = std::fs::read_dir(dir.join(sub)) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if e.path().is_file() && name.ends_with(&format!(".{ext}")) {
-                out.push(if sub.is_empty() {
-                    name
-                } else {
-                    format!("{sub}/{name}")
-                });
-            }
-        }
+/// The file in the output directory that lists what `locklab docs` wrote
+/// there: the only files a later run may delete or overwrite without
+/// `--force`.
+pub const MANIFEST: &str = ".locklab-docs-manifest";
+
+const MANIFEST_HEADER: &str = "# Written by `locklab docs`: the files it generated in this directory, one per line.\n# A later `locklab docs --out` here deletes or overwrites only the files listed.\n";
+
+fn manifest_text(files: &BTreeMap<String, String>) -> String {
+    let mut out = MANIFEST_HEADER.to_string();
+    for name in files.keys() {
+        out.push_str(name);
+        out.push('\n');
     }
-    out.sort();
     out
 }
 
-pub fn run(args: &DocsArgs) -> Result<i32, Failure> {
-    if args.out.exists() && !args.out.is_dir() {
+/// A manifest entry names a file below the directory: relative, no `..`.
+fn safe_entry(name: &str) -> bool {
+    let p = Path::new(name);
+    !name.is_empty()
+        && p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+/// The files a manifest lists; an error for a manifest that is not one.
+fn read_manifest(path: &Path) -> Result<BTreeSet<String>, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::input(format!("cannot read {}: {e}", path.display())))?;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !safe_entry(line) {
+            return Err(Failure::input(format!(
+                "{}: {line:?} is not a file inside the directory; refusing to use this manifest",
+                path.display()
+            )));
+        }
+        out.insert(line.to_string());
+    }
+    Ok(out)
+}
+
+/// What a run may do in `dir`: the files it wrote before (from the
+/// manifest), checked before any work starts. Refuses a directory that
+/// holds files it did not write, unless `force`.
+fn owned_files(dir: &Path, force: bool) -> Result<BTreeSet<String>, Failure> {
+    let Ok(mut entries) = std::fs::read_dir(dir) else {
+        // Not there yet: it will be created, and everything in it is ours.
+        return Ok(BTreeSet::new());
+    };
+    let manifest = dir.join(MANIFEST);
+    if manifest.is_file() {
+        return read_manifest(&manifest);
+    }
+    if entries.next().is_some() && !force {
         return Err(Failure::input(format!(
-            "--out {}: not a directory",
-            args.out.display()
+            "--out {}: the directory is not empty and was not written by `locklab docs` (it has no {MANIFEST}); choose a new or empty directory, or pass --force to write the gallery into it anyway (files it does not generate are left alone)",
+            dir.display()
         )));
     }
+    Ok(BTreeSet::new())
+}
+
+/// Files the gallery is about to write over that an earlier run did not
+/// write: refused unless `force`.
+fn foreign_targets(
+    dir: &Path,
+    files: &BTreeMap<String, String>,
+    owned: &BTreeSet<String>,
+) -> Vec<String> {
+    files
+        .keys()
+        .filter(|f| !owned.contains(*f) && std::fs::symlink_metadata(dir.join(f)).is_ok())
+        .cloned()
+        .collect()
+}
+
+pub fn run(args: &DocsArgs) -> Result<i32, Failure> {
     if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
         return Err(Failure::input("--threads must be between 1 and 256"));
     }
+    prepare_dir("out", &args.out)?;
+    let owned = owned_files(&args.out, args.force)?;
     let files = generate(args.threads.unwrap_or(0))?;
+    let foreign = foreign_targets(&args.out, &files, &owned);
+    if !foreign.is_empty() && !args.force {
+        return Err(Failure::input(format!(
+            "--out {}: the gallery would overwrite {} file(s) `locklab docs` did not write ({}); move them away, or pass --force",
+            args.out.display(),
+            foreign.len(),
+            foreign.join(", ")
+        )));
+    }
     for sub in ["", "svg", "traces"] {
         let d = args.out.join(sub);
         std::fs::create_dir_all(&d)
@@ -313,18 +382,84 @@ pub fn run(args: &DocsArgs) -> Result<i32, Failure> {
     for (path, contents) in &files {
         write_atomic(&args.out.join(path), contents)?;
     }
-    for old in managed(&args.out) {
-        if !files.contains_key(&old) {
-            let p = args.out.join(&old);
-            std::fs::remove_file(&p)
-                .map_err(|e| Failure::input(format!("cannot remove {}: {e}", p.display())))?;
+    // The manifest lists every file written, so that the next run may
+    // replace them; files only the old manifest listed are deleted.
+    write_atomic(&args.out.join(MANIFEST), &manifest_text(&files))?;
+    for old in owned.iter().filter(|f| !files.contains_key(*f)) {
+        let p = args.out.join(old);
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.is_file() => std::fs::remove_file(&p)
+                .map_err(|e| Failure::input(format!("cannot remove {}: {e}", p.display())))?,
+            _ => {}
         }
     }
-    println!(
+    outln!(
         "wrote the gallery to {}: {} files ({} protocols)",
         args.out.display(),
         files.len(),
         protocols::ALL.len()
-    );
+    )?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Dir(PathBuf);
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    fn dir(name: &str) -> Dir {
+        let d =
+            std::env::temp_dir().join(format!("locklab-docs-unit-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    #[test]
+    fn a_foreign_directory_is_refused_unless_forced() {
+        let d = dir("foreign");
+        assert!(
+            owned_files(&d.0, false).unwrap().is_empty(),
+            "empty is fine"
+        );
+        std::fs::write(d.0.join("model.md"), "mine").unwrap();
+        let e = owned_files(&d.0, false).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert!(e.message.contains("--force"), "{}", e.message);
+        assert!(e.message.contains(&d.0.display().to_string()));
+        assert!(owned_files(&d.0, true).unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_manifest_round_trips_and_names_what_may_be_replaced() {
+        let d = dir("manifest");
+        let mut files = BTreeMap::new();
+        files.insert("README.md".to_string(), String::new());
+        files.insert("svg/a.svg".to_string(), String::new());
+        std::fs::write(d.0.join(MANIFEST), manifest_text(&files)).unwrap();
+        std::fs::write(d.0.join("notes.md"), "mine").unwrap();
+        let owned = owned_files(&d.0, false).unwrap();
+        assert_eq!(
+            owned.iter().cloned().collect::<Vec<_>>(),
+            vec!["README.md".to_string(), "svg/a.svg".to_string()]
+        );
+        // A file of the gallery's name that the manifest does not list is foreign.
+        files.insert("notes.md".to_string(), String::new());
+        assert_eq!(foreign_targets(&d.0, &files, &owned), vec!["notes.md"]);
+    }
+
+    #[test]
+    fn a_manifest_cannot_name_files_outside_the_directory() {
+        let d = dir("escape");
+        for bad in ["../README.md", "/etc/passwd", "svg/../../x"] {
+            std::fs::write(d.0.join(MANIFEST), format!("{bad}\n")).unwrap();
+            let e = owned_files(&d.0, false).unwrap_err();
+            assert!(e.message.contains("refusing"), "{bad}: {}", e.message);
+        }
+    }
 }

@@ -2,9 +2,7 @@
 //! checked with its default fault kinds, and the protocol × invariant
 //! matrix, each broken cell pointing at its shortest counterexample.
 
-use crate::check::{
-    CheckArgs, exit_code, report, search_options, trace_file_name, use_color, write_traces,
-};
+use crate::check::{CheckArgs, exit_code, report, search_options, trace_file_name, write_traces};
 use crate::util::{Failure, write_atomic};
 use locklab_models::{FaultKind, Invariant, protocols};
 use locklab_traces::{CheckReport, Format};
@@ -47,7 +45,8 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     // --faults names kinds for every protocol: each keeps those it can suffer.
     let asked: Option<Vec<FaultKind>> = match args.model.faults.as_deref().map(str::trim) {
         None | Some("all") => None,
-        Some("none") | Some("") => Some(Vec::new()),
+        Some("none") => Some(Vec::new()),
+        Some("") => return Err(crate::options::empty_faults()),
         Some(list) => Some(
             list.split(',')
                 .map(str::trim)
@@ -76,8 +75,13 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         ),
     };
 
+    if let Some(d) = &args.out_dir {
+        crate::util::prepare_dir("out-dir", d)?;
+    }
+    let watch = crate::watch::Watch::start(crate::check::limits(args)?);
+    let color = crate::util::stdout_color();
     let mut reports: Vec<CheckReport> = Vec::new();
-    for proto in protocols::ALL {
+    for (i, proto) in protocols::ALL.iter().enumerate() {
         let mut margs = args.model.clone();
         margs.protocol = proto.name().to_string();
         if let Some(kinds) = &asked {
@@ -106,32 +110,53 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         if invariants.is_empty() {
             continue;
         }
-        eprintln!("checking {} ...", proto.name());
+        note!(
+            "{}checking {} ...",
+            crate::watch::clear_line(),
+            proto.name()
+        );
+        // Should the run end during this protocol, what is finished is
+        // printed and the rest named.
+        let pending = protocols::ALL[i + 1..]
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
+        watch.finished(stdout_text(&reports, args, format, color), pending);
         reports.push(report(
             &m,
             &search_options(args, invariants),
             !args.no_fault_analysis,
+            Some(&watch),
         )?);
     }
+    watch.done();
 
-    if let Some(p) = &args.json {
-        let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
+    let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
+    let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
+    if let Some(p) = &args.json
+        && !json_to_stdout
+    {
         write_atomic(p, &all)?;
     }
     if let Some(d) = &args.out_dir {
         let refs: Vec<&CheckReport> = reports.iter().collect();
         write_traces(d, &refs, format)?;
     }
-    if format == Format::Json {
-        print!(
-            "{}",
-            serde_json::to_string_pretty(&reports).expect("reports serialise")
-        );
-        println!();
+    if json_to_stdout {
+        out!("{all}")?;
     } else {
-        print!("{}", matrix(&reports, args, use_color(args.color)));
+        out!("{}", stdout_text(&reports, args, format, color))?;
     }
     Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
+}
+
+/// What `check all` prints: every report as JSON, or the matrix.
+fn stdout_text(reports: &[CheckReport], args: &CheckArgs, format: Format, color: bool) -> String {
+    if format == Format::Json {
+        serde_json::to_string_pretty(reports).expect("reports serialise") + "\n"
+    } else {
+        matrix(reports, args, color)
+    }
 }
 
 fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {

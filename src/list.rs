@@ -1,7 +1,44 @@
 //! `locklab list`: the protocols, fault kinds and invariants, one line each.
 
 use locklab_models::{FaultKind, Invariant, protocols};
+use serde_json::json;
 use std::fmt::Write;
+
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// Print the lists as one JSON object (protocols with the fault kinds
+    /// each can suffer, fault kinds, invariants)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The lists as JSON, in the same order as the text.
+pub fn render_json() -> String {
+    let protocols: Vec<_> = protocols::ALL
+        .iter()
+        .map(|p| {
+            json!({
+                "name": p.name(),
+                "summary": p.summary(),
+                "faults": p.faults().iter().map(|k| k.name()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let faults: Vec<_> = FaultKind::ALL
+        .iter()
+        .map(|k| json!({ "name": k.name(), "summary": k.summary() }))
+        .collect();
+    let invariants: Vec<_> = Invariant::ALL
+        .iter()
+        .map(|i| json!({ "name": i.name(), "category": i.category(), "meaning": i.meaning() }))
+        .collect();
+    let all = json!({
+        "protocols": protocols,
+        "fault_kinds": faults,
+        "invariants": invariants,
+    });
+    serde_json::to_string_pretty(&all).expect("serialises") + "\n"
+}
 
 pub fn render() -> String {
     let mut out = String::new();

@@ -120,6 +120,14 @@ pub struct ModelArgs {
     pub no_recheck: bool,
 }
 
+/// `--faults ""`: an empty list is a mistake, not a way to say "none".
+pub fn empty_faults() -> Failure {
+    Failure::input(format!(
+        "--faults is empty; say --faults none for no faults, or name kinds: {}, all",
+        fault_names().join(", ")
+    ))
+}
+
 fn fault_names() -> Vec<&'static str> {
     FaultKind::ALL.iter().map(|k| k.name()).collect()
 }
@@ -288,7 +296,8 @@ impl ModelArgs {
             let list = list.trim();
             let kinds: Vec<FaultKind> = match list {
                 "all" => proto.faults().to_vec(),
-                "none" | "" => Vec::new(),
+                "none" => Vec::new(),
+                "" => return Err(empty_faults()),
                 _ => list
                     .split(',')
                     .map(|s| s.trim())

@@ -321,7 +321,8 @@ impl Progress {
             } else {
                 String::new()
             };
-            eprint!(
+            let _ = write!(
+                std::io::stderr(),
                 "\r[{}{}] {:>3.0}% {done}/{} runs, {t:.0} s, {eta}   ",
                 "#".repeat(fill),
                 ".".repeat(width - fill),
@@ -331,15 +332,33 @@ impl Progress {
             let _ = std::io::stderr().flush();
         }
         if shown {
-            eprint!("\r{}\r", " ".repeat(80));
+            let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(80));
         }
     }
 }
+
+/// The most runs one `simulate` takes (per sweep point).
+pub const MAX_RUNS: u64 = 1_000_000_000;
 
 pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
     let cfg = args.config()?;
     if args.runs == 0 {
         return Err(Failure::input("--runs must be at least 1"));
+    }
+    if args.runs > MAX_RUNS {
+        return Err(Failure::input(format!(
+            "--runs {}: at most {MAX_RUNS} runs in one simulation",
+            args.runs
+        )));
+    }
+    if args.seed.checked_add(args.runs - 1).is_none() {
+        return Err(Failure::input(format!(
+            "--seed {} --runs {}: run i uses seed SEED+i, and the last seed would pass {} (the largest seed); use a seed of at most {}",
+            args.seed,
+            args.runs,
+            u64::MAX,
+            u64::MAX - (args.runs - 1)
+        )));
     }
     let shard = args
         .shard
@@ -404,7 +423,7 @@ pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
     let secs = started.elapsed().as_secs_f64();
     let acq: u64 = summary.points.iter().map(|p| p.acquisitions).sum();
     if std::io::stderr().is_terminal() {
-        eprintln!(
+        note!(
             "simulated {acq} acquisitions in {secs:.1} s ({:.0} per second, {threads} thread{})",
             acq as f64 / secs.max(1e-9),
             if threads == 1 { "" } else { "s" }
@@ -416,8 +435,7 @@ pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
 pub fn merge(args: &MergeArgs) -> Result<i32, Failure> {
     let mut parts = Vec::new();
     for f in &args.files {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| Failure::input(format!("cannot read {}: {e}", f.display())))?;
+        let text = crate::util::read_input(f)?;
         let s: Summary = serde_json::from_str(&text).map_err(|e| {
             Failure::input(format!(
                 "{}: not a simulation summary ({e}); merge reads the --json output of `locklab simulate --shard`",
@@ -485,9 +503,9 @@ fn finish(mut s: Summary, out_dir: Option<&Path>, json: bool) -> Result<i32, Fai
             code: 70,
             message: format!("internal error: {e}"),
         })?;
-        println!("{text}");
+        outln!("{text}")?;
     } else {
-        print!("{}", render(&s, out_dir));
+        out!("{}", render(&s, out_dir))?;
     }
     Ok(if s.any_violation() {
         EXIT_VIOLATION
@@ -818,10 +836,16 @@ fn thread_cpu_seconds() -> Option<f64> {
 /// `locklab bench --sim`: acquisitions and steps per second of one core,
 /// default timings, for the protocols the issue names.
 pub fn bench(runs: u64) -> Result<i32, Failure> {
-    println!(
+    outln!(
         "{:<14} {:>8} {:>13} {:>12} {:>9} {:>16} {:>14}",
-        "protocol", "runs", "acquisitions", "steps", "cpu s", "acquisitions/s", "steps/s"
-    );
+        "protocol",
+        "runs",
+        "acquisitions",
+        "steps",
+        "cpu s",
+        "acquisitions/s",
+        "steps/s"
+    )?;
     for name in ["lua-release", "naive-del", "watchdog", "redlock"] {
         let plan = Plan::new(&SimConfig::defaults(name)).map_err(Failure::input)?;
         let mut tally = PointResult::new(&plan, None);
@@ -840,7 +864,7 @@ pub fn bench(runs: u64) -> Result<i32, Failure> {
             _ => wall.elapsed().as_secs_f64(),
         }
         .max(1e-9);
-        println!(
+        outln!(
             "{:<14} {:>8} {:>13} {:>12} {:>9.2} {:>16.0} {:>14.0}",
             name,
             runs,
@@ -849,12 +873,12 @@ pub fn bench(runs: u64) -> Result<i32, Failure> {
             secs,
             tally.acquisitions as f64 / secs,
             tally.steps as f64 / secs
-        );
+        )?;
     }
-    println!();
-    println!(
+    outln!()?;
+    outln!(
         "one thread, seeds 1..={runs}, default timings (`locklab simulate --help`); rates per second of"
-    );
-    println!("the thread's CPU time (wall time on systems without a thread CPU clock)");
+    )?;
+    outln!("the thread's CPU time (wall time on systems without a thread CPU clock)")?;
     Ok(0)
 }

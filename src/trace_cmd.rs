@@ -6,7 +6,6 @@ use crate::util::Failure;
 use clap::{Subcommand, ValueEnum};
 use locklab_models::trace;
 use locklab_traces::{Document, Format, Trace};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 /// The formats a trace can be drawn in (`check` and `trace render` share them).
@@ -48,7 +47,7 @@ pub enum TraceCommand {
     ///
     /// svg and html hold one trace each: for a report with several, pick one with --invariant.
     Render {
-        /// A trace file or a check report written by `locklab check --json`
+        /// A trace file or a check report written by `locklab check --json` (`-`: standard input)
         file: PathBuf,
         /// Output format
         #[arg(long, value_enum, default_value = "text")]
@@ -59,7 +58,7 @@ pub enum TraceCommand {
     },
     /// Tell a counterexample as a short story, one sentence per step that matters
     Explain {
-        /// A trace file or a check report written by `locklab check --json`
+        /// A trace file or a check report written by `locklab check --json` (`-`: standard input)
         file: PathBuf,
         /// From a check report, only the trace of this invariant
         #[arg(long, value_name = "NAME")]
@@ -67,7 +66,7 @@ pub enum TraceCommand {
     },
     /// Replay a trace through the model and report the first step that does not match
     Validate {
-        /// A trace file or a check report
+        /// A trace file or a check report (`-`: standard input)
         file: PathBuf,
     },
     /// Run a counterexample's schedule against another protocol (or other knobs) and show where the fix blocks it
@@ -80,11 +79,10 @@ pub enum TraceCommand {
 
 /// Reads a trace file and replays every trace in it; nothing is rendered
 /// from a trace that does not replay.
-pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failure> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Failure::input(format!("cannot read {}: {e}", file.display())))?;
-    let doc =
-        Document::parse(&text).map_err(|e| Failure::input(format!("{}: {e}", file.display())))?;
+pub fn load(file: &std::path::Path, invariant: Option<&str>) -> Result<Vec<Trace>, Failure> {
+    let text = crate::util::read_input(file)?;
+    let doc = Document::parse(&text)
+        .map_err(|e| Failure::input(format!("{}: {e}", crate::util::input_name(file))))?;
     let mut traces: Vec<Trace> = doc.traces().into_iter().cloned().collect();
     if let Some(name) = invariant {
         let held: Vec<String> = traces.iter().map(|t| t.invariant.clone()).collect();
@@ -92,7 +90,7 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         if traces.is_empty() {
             return Err(Failure::input(format!(
                 "{}: no trace for invariant '{name}' (it holds traces for: {})",
-                file.display(),
+                crate::util::input_name(file),
                 if held.is_empty() {
                     "none".to_string()
                 } else {
@@ -102,10 +100,10 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
         }
     }
     for t in &traces {
-        trace::validate(t).map_err(|e| {
+        verify(t).map_err(|e| {
             Failure::input(format!(
                 "{}: the {} trace does not replay through the model: {e}",
-                file.display(),
+                crate::util::input_name(file),
                 t.invariant
             ))
         })?;
@@ -113,9 +111,105 @@ pub fn load(file: &PathBuf, invariant: Option<&str>) -> Result<Vec<Trace>, Failu
     Ok(traces)
 }
 
-/// Colour on standard output only when it is a terminal and NO_COLOR is unset.
-pub fn stdout_color() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+/// Replays `t` through the model (`trace::validate`: every action enabled,
+/// every recorded state and time as the model computes them), then rebuilds
+/// the whole trace from its actions and requires every field a reader is
+/// shown — labels, events, actors, messages, the violation text, the
+/// participants, the configuration — to be exactly what the model says.
+/// The error names the first field that differs.
+pub fn verify(t: &Trace) -> Result<(), String> {
+    trace::validate(t).map_err(|e| e.to_string())?;
+    let m = trace::model_from_config(&t.config)?;
+    let inv = locklab_models::Invariant::from_name(&t.invariant)
+        .ok_or_else(|| format!("unknown invariant {:?} in the trace", t.invariant))?;
+    let path = trace::actions(t).map_err(|e| e.to_string())?;
+    let want = trace::build(&m, &path, inv, &t.engine, t.seed).map_err(|e| e.to_string())?;
+    compare(&want, t)
+}
+
+/// The first field of `have` that is not what the model rebuilt (`want`).
+fn compare(want: &Trace, have: &Trace) -> Result<(), String> {
+    fn differs(field: &str, want: impl std::fmt::Debug, have: impl std::fmt::Debug) -> String {
+        format!("field `{field}` is {have:?} but the model says {want:?}")
+    }
+    macro_rules! same {
+        ($field:literal, $w:expr, $h:expr) => {
+            if $w != $h {
+                return Err(differs($field, &$w, &$h));
+            }
+        };
+    }
+    same!("schema_version", want.schema_version, have.schema_version);
+    same!("kind", want.kind, have.kind);
+    if have.engine != "check" && have.engine != "simulate" {
+        return Err(format!(
+            "field `engine` is {:?}; a trace comes from \"check\" or \"simulate\"",
+            have.engine
+        ));
+    }
+    same!(
+        "config.protocol",
+        want.config.protocol,
+        have.config.protocol
+    );
+    same!("config.clients", want.config.clients, have.config.clients);
+    same!(
+        "config.acquisitions",
+        want.config.acquisitions,
+        have.config.acquisitions
+    );
+    same!("config.faults", want.config.faults, have.config.faults);
+    same!("config.params", want.config.params, have.config.params);
+    // A simulated trace counts ticks in milliseconds.
+    let tick = if have.engine == "simulate" {
+        locklab_sim::TICK_MS.to_string()
+    } else {
+        want.config.tick.clone()
+    };
+    same!("config.tick", tick, have.config.tick);
+    same!("participants", want.participants, have.participants);
+    same!("invariant", want.invariant, have.invariant);
+    same!(
+        "invariant_meaning",
+        want.invariant_meaning,
+        have.invariant_meaning
+    );
+    same!("violation_step", want.violation_step, have.violation_step);
+    same!("violation", want.violation, have.violation);
+    same!("faults_used", want.faults_used, have.faults_used);
+    same!("initial", want.initial, have.initial);
+    same!("steps (count)", want.steps.len(), have.steps.len());
+    for (w, h) in want.steps.iter().zip(&have.steps) {
+        let at = |field: &str| format!("step {}: field `steps[{}].{field}`", h.index, h.index - 1);
+        let check =
+            |field: &str, same: bool, wv: &dyn std::fmt::Debug, hv: &dyn std::fmt::Debug| {
+                if same {
+                    Ok(())
+                } else {
+                    Err(format!("{} is {hv:?} but the model says {wv:?}", at(field)))
+                }
+            };
+        check("index", w.index == h.index, &w.index, &h.index)?;
+        check("time", w.time == h.time, &w.time, &h.time)?;
+        check("actor", w.actor == h.actor, &w.actor, &h.actor)?;
+        check("action", w.action == h.action, &w.action, &h.action)?;
+        check("label", w.label == h.label, &w.label, &h.label)?;
+        check("message", w.message == h.message, &w.message, &h.message)?;
+        check("events", w.events == h.events, &w.events, &h.events)?;
+        check(
+            "state",
+            w.state == h.state,
+            &"(the model's state)",
+            &"(another state)",
+        )?;
+        check(
+            "violations",
+            w.violations == h.violations,
+            &w.violations,
+            &h.violations,
+        )?;
+    }
+    Ok(())
 }
 
 /// Several traces in one output: separated so that the whole stays
@@ -148,37 +242,43 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
                 let names: Vec<&str> = traces.iter().map(|t| t.invariant.as_str()).collect();
                 return Err(Failure::input(format!(
                     "{} holds {} traces ({}); --format {} draws one per file: add --invariant NAME",
-                    file.display(),
+                    crate::util::input_name(file),
                     traces.len(),
                     names.join(", "),
                     format.extension()
                 )));
             }
             if traces.is_empty() {
-                eprintln!("{}: no counterexample to draw", file.display());
+                note!(
+                    "{}: no counterexample to draw",
+                    crate::util::input_name(file)
+                );
                 return Ok(0);
             }
-            print!("{}", join(&traces, format, stdout_color()));
+            out!("{}", join(&traces, format, crate::util::stdout_color()))?;
             Ok(0)
         }
         TraceCommand::Explain { file, invariant } => {
             let traces = load(file, invariant.as_deref())?;
             if traces.is_empty() {
-                eprintln!("{}: no counterexample to explain", file.display());
+                note!(
+                    "{}: no counterexample to explain",
+                    crate::util::input_name(file)
+                );
             }
-            print!("{}", join(&traces, Format::Story, false));
+            out!("{}", join(&traces, Format::Story, false))?;
             Ok(0)
         }
         TraceCommand::Validate { file } => {
             let traces = load(file, None)?;
             for t in &traces {
-                println!(
+                outln!(
                     "{}: {} trace replays: {} steps, violation at step {}",
-                    file.display(),
+                    crate::util::input_name(file),
                     t.invariant,
                     t.steps.len(),
                     t.violation_step
-                );
+                )?;
             }
             Ok(0)
         }

@@ -5,9 +5,12 @@
 //! the state the page displays.
 //!
 //! `.ci/run` installs Debian's `chromium` and `chromium-driver`. Without
-//! them the test fails in CI (`CI` set) and is skipped, with the reason
-//! printed, on a developer's machine.
+//! them the test fails in CI (`CI=true`) and is skipped elsewhere, with a
+//! `SKIPPED:` line naming the packages (tests/common).
 
+mod common;
+
+use common::{CHROMEDRIVER, CHROMIUM};
 use locklab_models::trace;
 use locklab_traces::{Document, Format};
 use serde_json::{Value, json};
@@ -16,22 +19,6 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn find(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path).chain([
-        PathBuf::from("/usr/bin"),
-        PathBuf::from("/usr/lib/chromium"),
-    ]) {
-        for n in names {
-            let p = dir.join(n);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
 
 /// One HTTP exchange with chromedriver.
 fn http(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Value, String> {
@@ -241,17 +228,14 @@ const END: &str = "\u{E010}";
 
 #[test]
 fn html_viewer_steps_through_states_without_console_errors() {
-    let (Some(chromium), Some(chromedriver)) = (
-        find(&["chromium", "chromium-browser", "google-chrome"]),
-        find(&["chromedriver"]),
-    ) else {
-        let why = "chromium and chromedriver are not installed (apt-get install chromium chromium-driver; .ci/run does it)";
-        if std::env::var_os("CI").is_some() {
-            panic!("the browser test cannot run in CI: {why}");
-        }
-        eprintln!("SKIPPED html viewer browser test: {why}");
+    if !common::require(
+        "browser::html_viewer_steps_through_states_without_console_errors",
+        &[CHROMIUM, CHROMEDRIVER],
+    ) {
         return;
-    };
+    }
+    let chromium = common::find(CHROMIUM).expect("require found it");
+    let chromedriver = common::find(CHROMEDRIVER).expect("require found it");
 
     // The viewer of a real counterexample, replayed through the model first.
     let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -261,8 +245,7 @@ fn html_viewer_steps_through_states_without_console_errors() {
         other => panic!("not a trace: {other:?}"),
     };
     trace::validate(&t).expect("replays");
-    let dir = std::env::temp_dir().join(format!("locklab-browser-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("browser");
     let page = dir.join("viewer.html");
     std::fs::write(&page, Format::Html.render(&t, false)).unwrap();
     let probe = dir.join("probe.html");
@@ -336,5 +319,4 @@ fn html_viewer_steps_through_states_without_console_errors() {
         .collect();
     assert!(errors.is_empty(), "the viewer logged: {errors:?}");
     drop(d);
-    let _ = std::fs::remove_dir_all(&dir);
 }

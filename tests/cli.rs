@@ -408,3 +408,594 @@ fn a_counterexample_schedule_runs_against_the_fix() {
         "--instances does not apply",
     );
 }
+
+/// A trace of the committed gallery, by file name.
+fn gallery_trace(file: &str) -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/gallery/traces")
+        .join(file)
+        .to_string_lossy()
+        .to_string()
+}
+
+#[test]
+fn docs_writes_only_into_a_directory_it_owns() {
+    // A directory with files locklab did not write, like the repository's
+    // docs/ (model.md, simulation.md): refused before any work, untouched.
+    let d = scratch("docs-foreign");
+    std::fs::write(d.join("model.md"), "mine").unwrap();
+    let o = locklab(&["docs", "--out", d.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("--out {}", d.display())), "{err}");
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read_to_string(d.join("model.md")).unwrap(), "mine");
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1, "nothing written");
+    let docs = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
+    rejects(
+        &["docs", "--out", docs.to_str().unwrap()],
+        "was not written by `locklab docs`",
+    );
+    rejects(&["docs", "--out", "."], "pass --force");
+    // An output path that cannot be a directory is refused before the work.
+    let file = d.join("model.md");
+    rejects(
+        &["docs", "--out", file.to_str().unwrap()],
+        "not a directory",
+    );
+    rejects(
+        &["docs", "--out", file.join("gallery").to_str().unwrap()],
+        "is not a directory",
+    );
+}
+
+#[test]
+fn output_directories_are_checked_before_the_search() {
+    let d = scratch("outdir");
+    let file = d.join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("traces");
+    for args in [
+        vec!["check", "all", "--out-dir", under_file.to_str().unwrap()],
+        vec![
+            "check",
+            "redlock",
+            "--out-dir",
+            under_file.to_str().unwrap(),
+        ],
+        vec!["check", "all", "--out-dir", "/proc/locklab-no-such/traces"],
+    ] {
+        let started = std::time::Instant::now();
+        let o = locklab(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--out-dir"), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?} searched before refusing"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 1);
+}
+
+#[test]
+fn a_failed_write_to_stdout_is_a_clear_error_not_a_panic() {
+    let explain = gallery_trace("naive-del.ownership.json");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["--help"],
+        vec!["--version"],
+        vec!["man"],
+        vec![
+            "check",
+            "naive-del",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+        vec!["trace", "explain", &explain],
+        vec!["trace", "render", &explain],
+        vec!["trace", "validate", &explain],
+        vec!["trace", "against", "lua-release", &explain],
+        vec!["simulate", "naive-del", "--runs", "20"],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let o = Command::new(env!("CARGO_BIN_EXE_locklab"))
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to standard output: No space left on device"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_the_run_quietly() {
+    for args in [
+        vec!["list"],
+        vec!["check", "naive-del", "--faults", "pause"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the first line is written.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("error"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_missing_tool_skips_visibly_or_fails_in_ci() {
+    let nothing = Tool {
+        names: &["locklab-no-such-tool"],
+        package: "locklab-no-such-package",
+    };
+    assert!(find(nothing).is_none());
+    assert_eq!(decide("t", &[], true), Ok(None), "nothing missing: run");
+    assert_eq!(
+        decide("suite::t", &[nothing], false),
+        Ok(Some(
+            "SKIPPED: suite::t: locklab-no-such-tool not installed (apt-get install locklab-no-such-package)"
+                .to_string()
+        )),
+        "skip, visibly, off CI"
+    );
+    let e = decide("t", &[nothing], true).unwrap_err();
+    assert!(
+        e.contains("apt-get install locklab-no-such-package"),
+        "CI names the package: {e}"
+    );
+}
+
+#[test]
+fn a_trace_with_forged_text_is_refused_naming_the_field() {
+    let d = scratch("forged");
+    let file = gallery_trace("naive-del.ownership.json");
+    let original: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    // The untouched trace validates: the check below is not vacuous.
+    let o = locklab(&["trace", "validate", &file]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    type Mutation = fn(&mut serde_json::Value);
+    let forged: Vec<(&str, Mutation)> = vec![
+        ("violation", |t| t["violation"] = "all is well".into()),
+        ("invariant_meaning", |t| {
+            t["invariant_meaning"] = "nothing".into()
+        }),
+        ("faults_used", |t| t["faults_used"] = serde_json::json!([])),
+        ("participants", |t| {
+            t["participants"][0]["label"] = "the good client".into()
+        }),
+        ("config.tick", |t| {
+            t["config"]["tick"] = "1 tick = 1 year".into()
+        }),
+        ("engine", |t| t["engine"] = "by hand".into()),
+        ("steps[0].label", |t| {
+            t["steps"][0]["label"] = "c1 does nothing".into()
+        }),
+        ("steps[1].actor", |t| t["steps"][1]["actor"] = "c2".into()),
+        ("steps[0].events", |t| {
+            t["steps"][0]["events"][0]["text"] = "GET lock".into()
+        }),
+        ("steps[1].message", |t| {
+            t["steps"][1]["message"]["text"] = "PING".into()
+        }),
+        ("steps[0].violations", |t| {
+            t["steps"][0]["violations"] = serde_json::json!(["ownership"])
+        }),
+    ];
+    for (field, mutate) in forged {
+        let mut t = original.clone();
+        mutate(&mut t);
+        let path = d.join("forged.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&t).unwrap()).unwrap();
+        let p = path.to_str().unwrap();
+        for cmd in [
+            vec!["trace", "validate", p],
+            vec!["trace", "render", p],
+            vec!["trace", "explain", p],
+        ] {
+            let o = locklab(&cmd);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{field}: {cmd:?}: {err}");
+            assert!(
+                err.contains(&format!("field `{field}`")),
+                "{field}: {cmd:?}: {err}"
+            );
+            assert!(o.stdout.is_empty(), "{field}: {cmd:?} printed the forgery");
+        }
+    }
+}
+
+#[test]
+fn explore_refuses_a_taken_port_and_finds_a_free_one() {
+    use std::io::{BufRead, Read, Write};
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    rejects(
+        &["explore", "naive-del", "--port", &port],
+        &format!("cannot serve on 127.0.0.1:{port}"),
+    );
+    rejects(&["explore", "naive-del", "--port", &port], "--port 0");
+    let addr = format!("127.0.0.1:{port}");
+    rejects(
+        &["explore", "naive-del", "--addr", &addr],
+        "Address already in use",
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["explore", "naive-del", "--faults", "pause", "--port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().to_string();
+    let chosen: u16 = url
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|r| r.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("not a URL: {url:?}"))
+        .parse()
+        .unwrap();
+    assert_ne!(chosen, 0);
+    let mut body = String::new();
+    for _ in 0..100 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", chosen)) {
+            let _ = write!(s, "GET /.status HTTP/1.0\r\nHost: localhost\r\n\r\n");
+            let _ = s.read_to_string(&mut body);
+            if !body.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body.contains("mutual_exclusion"), "{body}");
+}
+
+#[test]
+fn a_time_limit_stops_check_incomplete() {
+    let started = std::time::Instant::now();
+    let o = locklab(&["check", "redlock", "--time-limit", "1s"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("incomplete: the time limit (1 s) ran out"),
+        "{err}"
+    );
+    assert!(err.contains("redlock: search"), "{err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(6),
+        "the search ran on"
+    );
+    // Not a terminal: no progress line.
+    assert!(!err.contains('\r'), "{err:?}");
+    rejects(
+        &["check", "redlock", "--time-limit", "90"],
+        "such as 500ms, 90s",
+    );
+    rejects(
+        &["check", "redlock", "--max-memory", "2T"],
+        "such as 512M or 2G",
+    );
+    let o = locklab(&["check", "redlock", "--max-memory", "1M"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("passed the limit (1 MiB)"), "{err}");
+}
+
+#[test]
+fn ctrl_c_keeps_the_protocols_check_all_finished() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["check", "all", "--color", "never"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until redlock (which takes many seconds) has started: the six
+    // protocols before it are done.
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let mut err = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&err).contains("checking redlock") {
+        let n = stderr_pipe.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "check all ended early: {}",
+            String::from_utf8_lossy(&err)
+        );
+        err.extend_from_slice(&buf[..n]);
+    }
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(killed.success());
+    stderr_pipe.read_to_end(&mut err).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&err);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted after"), "{err}");
+    assert!(err.contains("during redlock"), "{err}");
+    assert!(
+        err.contains("not checked: fencing, fencing-redis, zookeeper, etcd"),
+        "{err}"
+    );
+    for done in ["setnx-expire", "naive-del", "get-del", "replicated"] {
+        assert!(out.contains(&format!("\n{done} ")), "{done}: {out}");
+    }
+    assert!(!out.contains("\nredlock "), "{out}");
+}
+
+#[test]
+fn small_edges_are_refused_clearly() {
+    // An empty fault list is a mistake; `none` says "no faults".
+    rejects(&["check", "naive-del", "--faults", ""], "--faults none");
+    rejects(&["check", "all", "--faults", " "], "--faults none");
+    // --sim-runs only with --sim, and never 0.
+    rejects(&["bench", "--sim-runs", "5"], "add --sim");
+    rejects(&["bench", "--sim", "--sim-runs", "0"], "between 1 and");
+    // simulate: bounded runs, no seed wrap-round.
+    rejects(
+        &["simulate", "naive-del", "--runs", "1000000001"],
+        "at most 1000000000 runs",
+    );
+    rejects(
+        &[
+            "simulate",
+            "naive-del",
+            "--seed",
+            "18446744073709551615",
+            "--runs",
+            "3",
+        ],
+        "use a seed of at most 18446744073709551613",
+    );
+    let o = locklab(&[
+        "simulate",
+        "naive-del",
+        "--seed",
+        "18446744073709551613",
+        "--runs",
+        "3",
+    ]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+}
+
+#[test]
+fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
+    let f = gallery_trace("fencing.no_lost_update.json");
+    let o = locklab(&[
+        "trace",
+        "against",
+        "fencing",
+        "--resource-check",
+        "read-write",
+        &f,
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let header = out
+        .lines()
+        .find(|l| l.starts_with(" step "))
+        .expect("a header");
+    assert!(
+        header.contains("fencing resource-check=write")
+            && header.contains("fencing resource-check=read-write"),
+        "{header}"
+    );
+    assert!(
+        out.contains("verdict: fencing resource-check=read-write BLOCKS it"),
+        "{out}"
+    );
+}
+
+#[test]
+fn color_is_a_global_option_and_no_color_means_set_and_non_empty() {
+    let f = gallery_trace("naive-del.ownership.json");
+    let esc = |o: &std::process::Output| o.stdout.contains(&0x1b);
+    let run = |pre: &[&str], env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_locklab"));
+        c.args(pre)
+            .args(["trace", "render", &f])
+            .env_remove("NO_COLOR")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    // Not a terminal: no colour unless asked.
+    assert!(!esc(&run(&[], &[])));
+    assert!(esc(&run(&["--color", "always"], &[])));
+    assert!(!esc(&run(
+        &["--color", "never"],
+        &[("CLICOLOR_FORCE", "1")]
+    )));
+    // auto: forced on, unless NO_COLOR is set to something; empty does not count.
+    assert!(esc(&run(&[], &[("CLICOLOR_FORCE", "1")])));
+    assert!(esc(&run(&[], &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "")])));
+    assert!(!esc(&run(
+        &[],
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    )));
+    // After the subcommand too, and for check.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "pause",
+        "--invariants",
+        "mutual_exclusion",
+        "--color",
+        "always",
+    ]);
+    assert!(esc(&o), "{}", stderr(&o));
+    rejects(
+        &["list", "--color", "sometimes"],
+        "possible values: auto, always, never",
+    );
+}
+
+/// Runs `locklab` with `input` on standard input.
+fn locklab_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn dash_reads_standard_input_and_writes_standard_output() {
+    let file = gallery_trace("naive-del.ownership.json");
+    let text = std::fs::read(&file).unwrap();
+    for cmd in ["explain", "render", "validate"] {
+        let from_file = locklab(&["trace", cmd, &file]);
+        let from_stdin = locklab_stdin(&["trace", cmd, "-"], &text);
+        assert_eq!(from_stdin.status.code(), Some(0), "{}", stderr(&from_stdin));
+        assert_eq!(
+            stdout(&from_stdin),
+            stdout(&from_file).replace(&file, "standard input"),
+            "{cmd}"
+        );
+    }
+    let o = locklab_stdin(&["trace", "validate", "-"], b"{");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: standard input: "),
+        "{}",
+        stderr(&o)
+    );
+    // --json - prints the report, and only the report.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "pause",
+        "--invariants",
+        "ownership",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON");
+    assert_eq!(report["kind"], "check-report");
+    let back = locklab_stdin(&["trace", "validate", "-"], &o.stdout);
+    assert_eq!(back.status.code(), Some(0), "{}", stderr(&back));
+    assert!(stdout(&back).contains("ownership trace replays"));
+}
+
+#[test]
+fn list_json_names_what_the_text_names() {
+    let text = stdout(&locklab(&["list"]));
+    let o = locklab(&["list", "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let names = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {key}"))
+            .iter()
+            .map(|x| x["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let protocols = names("protocols");
+    assert_eq!(protocols.len(), 11, "{protocols:?}");
+    for n in protocols
+        .iter()
+        .chain(&names("fault_kinds"))
+        .chain(&names("invariants"))
+    {
+        assert!(
+            text.contains(&format!("  {n} ")),
+            "{n} is not in the text list"
+        );
+    }
+    let redlock = v["protocols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "redlock")
+        .unwrap();
+    assert!(
+        redlock["faults"]
+            .as_array()
+            .unwrap()
+            .contains(&"clock-jump".into())
+    );
+    assert_eq!(
+        o.stdout,
+        locklab(&["list", "--json"]).stdout,
+        "deterministic"
+    );
+}
+
+#[test]
+fn completions_and_man_page_cover_the_commands() {
+    let o = locklab(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let bash = stdout(&o);
+    for word in ["_locklab", "check", "trace", "--time-limit", "--faults"] {
+        assert!(bash.contains(word), "{word} not completed");
+    }
+    // The script is valid bash.
+    let d = scratch("completions");
+    let script = d.join("locklab.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let syntax = Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", stderr(&syntax));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = locklab(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        assert!(stdout(&o).contains("locklab"), "{shell}");
+    }
+    rejects(&["completions", "tcsh"], "possible values: bash");
+    let o = locklab(&["man"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let page = stdout(&o);
+    assert!(page.contains(".TH locklab 1"), "{page}");
+    assert!(page.contains(".SH NAME"), "{page}");
+    for sub in ["check", "simulate", "replay", "completions"] {
+        assert!(
+            page.contains(&format!("locklab\\-{sub}")),
+            "{sub} missing from the man page"
+        );
+    }
+}

@@ -3,6 +3,8 @@
 //! protocol, kept fresh by tests/gallery.rs), and one trace per fault kind,
 //! so that every fault marker is drawn at least once.
 
+mod common;
+
 use locklab_models::search::{SearchOptions, search};
 use locklab_models::{
     Action, Budgets, FaultKind, Invariant, LockModel, Params, World, protocols, trace,
@@ -480,12 +482,7 @@ mod cli {
             .expect("runs")
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("locklab-render-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use super::common::scratch;
 
     fn gallery(file: &str) -> String {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -629,4 +626,62 @@ mod cli {
             "{s}"
         );
     }
+}
+
+/// Checks that a Mermaid `sequenceDiagram` opens and closes activation
+/// bars in pairs per participant, never closes one that is not open and
+/// leaves none open (Mermaid draws no bars otherwise). Returns how many bars
+/// it opened.
+fn activations_balance(name: &str, diagram: &str) -> usize {
+    let mut open: std::collections::BTreeMap<&str, i64> = Default::default();
+    let mut opened = 0;
+    for line in diagram.lines().map(str::trim) {
+        if let Some(id) = line.strip_prefix("activate ") {
+            *open.entry(id).or_default() += 1;
+            opened += 1;
+        } else if let Some(id) = line.strip_prefix("deactivate ") {
+            let n = open.entry(id).or_default();
+            assert!(*n > 0, "{name}: deactivates {id}, which is not active");
+            *n -= 1;
+        }
+    }
+    let left: Vec<_> = open.iter().filter(|(_, n)| **n != 0).collect();
+    assert!(left.is_empty(), "{name}: activations left open: {left:?}");
+    opened
+}
+
+#[test]
+fn every_mermaid_diagram_balances_its_activation_bars() {
+    let mut bars = 0;
+    let traces = gallery_traces();
+    for t in &traces {
+        let name = format!("{}.{}", t.config.protocol, t.invariant);
+        bars += activations_balance(&name, &locklab_traces::mermaid::diagram(t));
+    }
+    // The committed pages carry the same diagrams.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs/gallery");
+    let mut blocks = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            let md = std::fs::read_to_string(&p).unwrap();
+            for block in md.split("```mermaid\n").skip(1) {
+                let diagram = block.split("```").next().unwrap();
+                activations_balance(&p.display().to_string(), diagram);
+                blocks += 1;
+            }
+        }
+    }
+    let pages = std::fs::read_dir(dir.join("traces"))
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("article-")
+        })
+        .count();
+    assert_eq!(blocks, pages, "a diagram per protocol page counterexample");
+    assert!(bars > 0, "no diagram opens a bar: the check checks nothing");
 }

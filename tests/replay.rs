@@ -7,6 +7,9 @@
 //! clock shim); `.ci/run` installs both. They run one at a time: replays
 //! keep a real-time schedule, and the machine has two cores.
 
+mod common;
+
+use common::{CC, REDIS, locklab, require, scratch};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -18,51 +21,8 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn locklab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("runs")
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_string()
-}
-
-/// A scratch directory, removed when the test ends.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("locklab-replay-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
-}
-
-fn need_redis() {
-    let ok = Command::new("redis-server")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "redis-server is not installed: these tests replay on real Redis (.ci/run installs it; Debian: apt-get install redis-server)"
-    );
 }
 
 /// Runs the search and writes its report; the search must find the violation.
@@ -117,7 +77,9 @@ fn replays(file: &Path, invariant: &str) -> String {
 #[test]
 fn naive_del_pause_happens_on_real_redis() {
     let _g = serial();
-    need_redis();
+    if !require("replay::naive_del_pause_happens_on_real_redis", &[REDIS]) {
+        return;
+    }
     let d = scratch("naive");
     let f = check(
         &d,
@@ -140,7 +102,12 @@ fn naive_del_pause_happens_on_real_redis() {
 #[test]
 fn get_del_window_deletes_the_other_clients_lock_for_real() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::get_del_window_deletes_the_other_clients_lock_for_real",
+        &[REDIS],
+    ) {
+        return;
+    }
     let d = scratch("getdel");
     let f = check(
         &d,
@@ -157,7 +124,9 @@ fn get_del_window_deletes_the_other_clients_lock_for_real() {
 #[test]
 fn lua_release_pause_happens_on_real_redis() {
     let _g = serial();
-    need_redis();
+    if !require("replay::lua_release_pause_happens_on_real_redis", &[REDIS]) {
+        return;
+    }
     let d = scratch("lua");
     let f = check(
         &d,
@@ -184,7 +153,12 @@ fn lua_release_pause_happens_on_real_redis() {
 #[test]
 fn replicated_failover_really_loses_the_unreplicated_lock() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::replicated_failover_really_loses_the_unreplicated_lock",
+        &[REDIS],
+    ) {
+        return;
+    }
     let d = scratch("repl");
     let f = check(
         &d,
@@ -225,7 +199,12 @@ fn replicated_failover_really_loses_the_unreplicated_lock() {
 #[test]
 fn a_failover_keeps_the_replicated_writes_and_loses_only_the_rest() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::a_failover_keeps_the_replicated_writes_and_loses_only_the_rest",
+        &[REDIS],
+    ) {
+        return;
+    }
     let d = scratch("orphan");
     // c1's SET reaches the replica, its release (DEL) does not: after the
     // failover the promoted replica still holds c1's lock.
@@ -254,7 +233,12 @@ fn a_failover_keeps_the_replicated_writes_and_loses_only_the_rest() {
 #[test]
 fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers",
+        &[REDIS, CC],
+    ) {
+        return;
+    }
     let d = scratch("redlock");
     let f = check(
         &d,
@@ -285,7 +269,12 @@ fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
 #[test]
 fn fencing_redis_failover_hands_out_the_same_token_twice_for_real() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::fencing_redis_failover_hands_out_the_same_token_twice_for_real",
+        &[REDIS],
+    ) {
+        return;
+    }
     let d = scratch("fenced");
     let f = check(
         &d,
@@ -308,7 +297,12 @@ fn fencing_redis_failover_hands_out_the_same_token_twice_for_real() {
 #[test]
 fn a_redis_that_behaves_differently_is_a_mismatch() {
     let _g = serial();
-    need_redis();
+    if !require(
+        "replay::a_redis_that_behaves_differently_is_a_mismatch",
+        &[REDIS],
+    ) {
+        return;
+    }
     let d = scratch("mismatch");
     let f = check(
         &d,
@@ -465,7 +459,9 @@ fn children(pid: u32) -> Vec<u32> {
 #[test]
 fn ctrl_c_stops_every_server() {
     let _g = serial();
-    need_redis();
+    if !require("replay::ctrl_c_stops_every_server", &[REDIS, CC]) {
+        return;
+    }
     let d = scratch("sigint");
     let f = check(
         &d,
@@ -510,7 +506,7 @@ fn ctrl_c_stops_every_server() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(
-        err.contains("interrupted; every redis-server it started is stopped"),
+        err.contains("interrupted; every server it started is stopped"),
         "{err}"
     );
     for s in servers {
@@ -563,4 +559,61 @@ fn bad_replay_input_is_rejected() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("does not replay through the model"), "{err}");
+}
+
+#[test]
+fn two_replays_racing_for_one_base_port_never_share_a_server() {
+    let _g = serial();
+    if !require(
+        "replay::two_replays_racing_for_one_base_port_never_share_a_server",
+        &[REDIS],
+    ) {
+        return;
+    }
+    let d = scratch("race");
+    let f = check(
+        &d,
+        "naive",
+        &[
+            "naive-del",
+            "--faults",
+            "pause",
+            "--invariants",
+            "mutual_exclusion",
+        ],
+    );
+    for _ in 0..3 {
+        let base = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        }
+        .to_string();
+        let run = || {
+            Command::new(env!("CARGO_BIN_EXE_locklab"))
+                .args(["replay", f.to_str().unwrap(), "--base-port", &base])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (run(), run());
+        let mut outs: Vec<Output> = [a, b]
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        outs.sort_by_key(|o| o.status.code());
+        // One replays on its own server; the other refuses (exit 2): no
+        // false MISMATCH from a server it did not start.
+        let (won, lost) = (&outs[0], &outs[1]);
+        assert_eq!(won.status.code(), Some(0), "{}", text(&won.stdout));
+        assert_eq!(lost.status.code(), Some(2), "{}", text(&lost.stdout));
+        let err = text(&lost.stderr);
+        assert!(
+            err.contains("is in use") || err.contains("another process listens there"),
+            "{err}"
+        );
+        for p in pids(&text(&won.stdout)) {
+            assert!(!running(p));
+        }
+    }
 }

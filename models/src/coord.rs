@@ -112,6 +112,10 @@ fn own_entry(w: &mut World, c: u8, round: u8) -> u16 {
 
 /// Runs `cmd`, sent by client `c`, and returns the reply.
 fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
+    // A ZooKeeper server renews a live session on every request.
+    if x.m.proto.requests_renew_session() && x.w.coord.sessions[c as usize].is_some() {
+        x.w.coord.sessions[c as usize] = Some(x.t.reset());
+    }
     match cmd {
         Cmd::Open => {
             x.w.coord.sessions[c as usize] = Some(x.t.reset());

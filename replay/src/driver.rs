@@ -19,9 +19,11 @@
 //!   (`GET`, `PTTL`, and the token counter for fenced protocols) on each
 //!   serving primary and compares it with the model's state.
 
+use crate::coordsrv::CoordOptions;
 use crate::report::{Check, Report, Row, ServerLine, Timing, Verdict};
 use crate::resp::{Conn, Value};
 use crate::servers::{Cluster, ServerOptions, ServerSpec};
+use crate::timemap::{System, TimeMap};
 use crate::{Error, interrupt};
 use locklab_models::action::Action;
 use locklab_models::invariants::Invariant;
@@ -70,9 +72,28 @@ const TOKEN_KEY: &str = "token";
 /// How to replay.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Real milliseconds per model tick.
-    pub tick_ms: u64,
+    /// Real milliseconds per model tick; `None`: the real system's default
+    /// ([`System::default_tick_ms`]).
+    pub tick_ms: Option<u64>,
     pub servers: ServerOptions,
+    /// etcd and ZooKeeper, for the consensus protocols.
+    pub coord: CoordOptions,
+    /// Replay only steps 1..=N (a prefix: conformance only, the violation
+    /// is not judged).
+    pub until: Option<usize>,
+}
+
+/// The real system a protocol's lock service is replayed on.
+pub fn system_of(protocol: &str) -> Option<System> {
+    if REDIS_PROTOCOLS.contains(&protocol) {
+        Some(System::Redis)
+    } else {
+        match protocol {
+            "etcd" | "fencing" => Some(System::Etcd),
+            "zookeeper" => Some(System::ZooKeeper),
+            _ => None,
+        }
+    }
 }
 
 /// A TTL of `ttl` ticks, in real milliseconds.
@@ -86,7 +107,7 @@ pub struct Options {
 /// the real expiry strictly between ticks `s + ttl` (alive, as the model
 /// says) and `s + ttl + 1` (gone), with 0.1 tick to spare on either side.
 pub fn px(ttl: Ticks, tick_ms: u64) -> u64 {
-    ttl as u64 * tick_ms + tick_ms / 2
+    TimeMap { tick_ms }.redis_px(ttl)
 }
 
 /// The real command for a model command, and how to show it. Only Redis
@@ -311,10 +332,16 @@ struct Driver<'a> {
 
 /// Replays `t` against real redis-server processes started for it.
 pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
-    if !(MIN_TICK_MS..=MAX_TICK_MS).contains(&opts.tick_ms) {
+    if !cfg!(target_os = "linux") {
+        return Err(Error::Env(
+            "locklab replay runs on Linux only: it stops servers with PR_SET_PDEATHSIG, checks port ownership in /proc and preloads a glibc clock shim".into(),
+        ));
+    }
+    if let Some(tick) = opts.tick_ms
+        && !(MIN_TICK_MS..=MAX_TICK_MS).contains(&tick)
+    {
         return Err(Error::Input(format!(
-            "--tick-ms {}: a tick must be {MIN_TICK_MS} to {MAX_TICK_MS} real milliseconds",
-            opts.tick_ms
+            "--tick-ms {tick}: a tick must be {MIN_TICK_MS} to {MAX_TICK_MS} real milliseconds"
         )));
     }
     let (m, _) = trace::validate(t).map_err(|e| {
@@ -323,17 +350,59 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
             t.invariant
         ))
     })?;
-    if !REDIS_PROTOCOLS.contains(&m.proto.name()) {
+    let Some(system) = system_of(m.proto.name()) else {
         return Err(Error::Input(format!(
-            "protocol {} does not run on Redis; replay drives real redis-server processes and supports {}",
+            "protocol {} has no real system to replay on; replay supports {} (Redis), etcd and fencing (etcd), zookeeper (ZooKeeper)",
             m.proto.name(),
             REDIS_PROTOCOLS.join(", ")
         )));
-    }
+    };
     let inv = Invariant::from_name(&t.invariant)
         .ok_or_else(|| Error::Input(format!("unknown invariant {:?}", t.invariant)))?;
-    let path = trace::actions(t).map_err(|e| Error::Input(e.to_string()))?;
-    let plan = plan(&m, &path);
+    let full = trace::actions(t).map_err(|e| Error::Input(e.to_string()))?;
+    let cut = match opts.until {
+        Some(0) => return Err(Error::Input("--until 0: replay at least one step".into())),
+        Some(n) if n > full.len() => {
+            return Err(Error::Input(format!(
+                "--until {n}: the trace has only {} steps",
+                full.len()
+            )));
+        }
+        Some(n) => n,
+        None => full.len(),
+    };
+    let path = &full[..cut];
+    let tick_ms = opts.tick_ms.unwrap_or(system.default_tick_ms());
+    let mut report = if system == System::Redis {
+        replay_redis(t, &m, inv, path, tick_ms, opts)?
+    } else {
+        crate::coord_driver::replay(t, &m, inv, path, system, tick_ms, &opts.coord)?
+    };
+    if cut < full.len() {
+        report.until = Some(cut);
+        report.verdict.reproduced = false;
+        report.verdict.lines.insert(
+            0,
+            format!(
+                "not judged: --until {cut} replays steps 1 to {cut} of {}; the model breaks {} at step {}",
+                full.len(),
+                t.invariant,
+                t.violation_step
+            ),
+        );
+    }
+    Ok(report)
+}
+
+fn replay_redis(
+    t: &Trace,
+    m: &LockModel,
+    inv: Invariant,
+    path: &[Action],
+    tick_ms: u64,
+    opts: &Options,
+) -> Result<Report, Error> {
+    let plan = plan(m, path);
     let w0 = m.init();
     let replicated = m.proto.service() == Service::Replicated;
     let specs: Vec<ServerSpec> = (0..w0.redis.len())
@@ -349,8 +418,8 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
     let cluster = Cluster::start(specs.clone(), opts.servers.clone())?;
     let start_ms = begin.elapsed().as_secs_f64() * 1e3;
     let mut d = Driver {
-        m: &m,
-        tick_ms: opts.tick_ms,
+        m,
+        tick_ms,
         cluster,
         t0: Instant::now(),
         conns: BTreeMap::new(),
@@ -363,7 +432,7 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
         },
     };
     let run_begin = Instant::now();
-    let (rows, w) = d.run(&path, &plan)?;
+    let (rows, w) = d.run(path, &plan)?;
     let finals = d.observe_all(&w)?;
     let replay_ms = run_begin.elapsed().as_secs_f64() * 1e3;
     let verdict = d.verdict(inv, &w, &finals);
@@ -391,10 +460,12 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
     let survivors = d.cluster.survivors();
     Ok(Report {
         protocol: m.proto.name().to_string(),
+        system: System::Redis.name().to_string(),
+        time_line: TimeMap { tick_ms }.describe(System::Redis, m.params.ttl),
         invariant: t.invariant.clone(),
         violation: t.violation.clone(),
         violation_step: t.violation_step,
-        tick_ms: opts.tick_ms,
+        tick_ms,
         servers,
         rows,
         finals: finals.into_iter().map(|(_, c)| c).collect(),
@@ -407,6 +478,7 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
             total_ms: begin.elapsed().as_secs_f64() * 1e3,
             max_late_ms,
         },
+        until: None,
     })
 }
 
@@ -456,8 +528,11 @@ impl Driver<'_> {
     /// already so late that real expiries could fall on the wrong side of a
     /// tick (see [`px`]).
     fn wait_until(&mut self, ticks: u64, index: usize) -> Result<(), Error> {
-        let target = self.t0 + Duration::from_millis(ticks * self.tick_ms);
-        let tolerance = Duration::from_millis(self.tick_ms * 2 / 5);
+        let map = TimeMap {
+            tick_ms: self.tick_ms,
+        };
+        let target = self.t0 + map.at(ticks);
+        let tolerance = map.tolerance();
         loop {
             if interrupt::interrupted() {
                 return Err(Error::Interrupted);
@@ -841,7 +916,6 @@ impl Driver<'_> {
     /// Compares a real reading of server `s` with the model's state.
     fn check(&self, w: &World, s: usize, o: &Observed) -> Check {
         let node = &w.redis[s];
-        let tick = self.tick_ms as i64;
         let entry = node.lock.filter(|e| e.live());
         let (model, mut ok) = match entry {
             None => ("-".to_string(), o.lock.is_none()),
@@ -852,7 +926,10 @@ impl Driver<'_> {
                     // left: (t, t + 1] ticks, given the half-tick margin.
                     Ttl::Left(t) => (
                         format!("ttl {t}"),
-                        o.pttl > t as i64 * tick && o.pttl <= (t as i64 + 1) * tick,
+                        TimeMap {
+                            tick_ms: self.tick_ms,
+                        }
+                        .redis_pttl_matches(t as i64, o.pttl),
                     ),
                 };
                 (

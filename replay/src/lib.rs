@@ -1,28 +1,39 @@
 //! `locklab replay`: runs a counterexample the model found against real
-//! `redis-server` processes and reports, step by step, whether real Redis
-//! replied what the model predicted, and whether the invariant violation
-//! really happened.
+//! servers — `redis-server` for the Redis protocols, a single-node etcd for
+//! `etcd` and `fencing`, a standalone ZooKeeper for `zookeeper` — and
+//! reports, step by step, whether the real server replied what the model
+//! predicted, and whether the invariant violation really happened.
 //!
 //! * [`servers`]: the redis-server processes (127.0.0.1 only, free ports,
-//!   fresh empty dirs, no persistence, always stopped) and the clock shim.
-//! * [`resp`]: the RESP client the driver speaks.
-//! * [`driver`]: walks the trace through the model and does the real thing
-//!   for every step.
+//!   fresh 0700 dirs, no persistence, always stopped) and the clock shim;
+//!   [`coordsrv`]: the etcd and ZooKeeper processes, kept the same way.
+//! * [`resp`], [`etcd`], [`zk`]: the small clients the drivers speak (RESP,
+//!   etcd's JSON gateway over HTTP/1.1, ZooKeeper's jute protocol).
+//! * [`driver`] (Redis) and [`coord_driver`] (etcd, ZooKeeper): walk the
+//!   trace through the model and do the real thing for every step.
+//! * [`timemap`]: the one place where model time becomes real time.
 //! * [`report`]: the conformance report and the verdict.
 //!
 //! The driver plays every client (and the protected resource, which is the
-//! model's): a client pause is the driver not sending for that client, a
-//! lost request is one it never sends, a lost reply one it reads and hides.
-//! Servers suffer real faults: clock jumps through the clock-shift shim,
-//! restarts by `kill -9` and a fresh empty start, failover by the recipe
-//! that really loses an unreplicated write.
+//! model's): a client pause is the driver not sending for that client (no
+//! keepalive, no ping), a lost request is one it never sends, a lost reply
+//! one it reads and hides. Redis servers suffer real faults: clock jumps
+//! through the clock-shift shim, restarts by `kill -9` and a fresh empty
+//! start, failover by the recipe that really loses an unreplicated write.
+//! The replayer runs on Linux only.
 
+pub mod coord_driver;
+pub mod coordsrv;
 pub mod driver;
+pub mod etcd;
 pub mod report;
 pub mod resp;
 pub mod servers;
+pub mod timemap;
+pub mod zk;
 
-pub use driver::{DEFAULT_TICK_MS, Options, replay};
+pub use coordsrv::CoordOptions;
+pub use driver::{DEFAULT_TICK_MS, Options, replay, system_of};
 pub use report::Report;
 pub use servers::ServerOptions;
 
@@ -30,9 +41,9 @@ pub use servers::ServerOptions;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The trace cannot be replayed (it does not validate, or its protocol
-    /// does not run on Redis).
+    /// has no real system to run on).
     Input(String),
-    /// The machine cannot run it: redis-server missing, a port in use, a
+    /// The machine cannot run it: a server missing, a port in use, a
     /// server that did not come up in time, the driver too slow for the
     /// tick length.
     Env(String),
@@ -44,9 +55,7 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Input(m) | Error::Env(m) => f.write_str(m),
-            Error::Interrupted => {
-                f.write_str("interrupted; every redis-server it started is stopped")
-            }
+            Error::Interrupted => f.write_str("interrupted; every server it started is stopped"),
         }
     }
 }
@@ -66,24 +75,15 @@ pub mod interrupt {
     }
 
     /// Catches SIGINT and SIGTERM for the rest of the process.
-    #[cfg(unix)]
     pub fn install() {
-        unsafe extern "C" {
-            fn signal(signum: i32, handler: usize) -> usize;
-        }
-        const SIGINT: i32 = 2;
-        const SIGTERM: i32 = 15;
         let handler: extern "C" fn(i32) = on_signal;
         // SAFETY: the handler only stores to an atomic, which is
         // async-signal-safe.
         unsafe {
-            signal(SIGINT, handler as usize);
-            signal(SIGTERM, handler as usize);
+            libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+            libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
         }
     }
-
-    #[cfg(not(unix))]
-    pub fn install() {}
 
     pub fn interrupted() -> bool {
         INTERRUPTED.load(Ordering::SeqCst)

@@ -85,6 +85,10 @@ pub struct Timing {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub protocol: String,
+    /// The real system replayed on ("Redis", "etcd", "ZooKeeper").
+    pub system: String,
+    /// How model time maps to real time (from `TimeMap::describe`).
+    pub time_line: String,
     pub invariant: String,
     /// The model's sentence for the violation.
     pub violation: String,
@@ -98,6 +102,9 @@ pub struct Report {
     /// Server PIDs that still existed after the stop (should be none).
     pub survivors: Vec<u32>,
     pub timing: Timing,
+    /// `--until N`: only steps 1..=N were replayed (the violation is not
+    /// judged; the exit code is conformance alone).
+    pub until: Option<usize>,
 }
 
 impl Report {
@@ -111,9 +118,10 @@ impl Report {
         self.mismatches().is_empty() && self.finals.iter().all(|c| c.ok)
     }
 
-    /// 0: conformed and the violation happened for real; 1: otherwise.
+    /// 0: conformed and the violation happened for real (or, for a
+    /// prefix, conformed); 1: otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.conforms() && self.verdict.reproduced {
+        if self.conforms() && (self.verdict.reproduced || self.until.is_some()) {
             0
         } else {
             1
@@ -145,15 +153,7 @@ impl Report {
             ),
         );
         p(&mut out, format!("  model:   {}", self.violation));
-        p(
-            &mut out,
-            format!(
-                "  time:    1 tick = {} ms of real time; a TTL of n ticks is sent as n x {} + {} ms, so real expiry falls half a tick after the model's last live tick",
-                self.tick_ms,
-                self.tick_ms,
-                self.tick_ms / 2
-            ),
-        );
+        p(&mut out, format!("  time:    {}", self.time_line));
         for (i, s) in self.servers.iter().enumerate() {
             let pids: Vec<String> = s.pids.iter().map(u32::to_string).collect();
             let mut extra = Vec::new();
@@ -213,7 +213,7 @@ impl Report {
             Some(r) => {
                 let what = match (r.reply_ok, &r.model_reply, &r.real_reply) {
                     (Some(false), Some(m), Some(x)) => {
-                        format!("the model predicted {m}, real Redis replied {x}")
+                        format!("the model predicted {m}, real {} replied {x}", self.system)
                     }
                     _ => {
                         let bad: Vec<&str> = r
@@ -239,13 +239,16 @@ impl Report {
         p(
             &mut out,
             format!(
-                "violation:   {} {} on real Redis:",
+                "violation:   {} {} on real {}:",
                 self.invariant,
-                if self.verdict.reproduced {
+                if self.until.is_some() {
+                    "not judged (a prefix)"
+                } else if self.verdict.reproduced {
                     "HAPPENED"
                 } else {
                     "was NOT reproduced"
-                }
+                },
+                self.system
             ),
         );
         for l in &self.verdict.lines {
@@ -270,7 +273,7 @@ impl Report {
             &mut out,
             if self.survivors.is_empty() {
                 format!(
-                    "cleanup:     every redis-server started was stopped (pids {}; none exists any more); their directories are removed",
+                    "cleanup:     every server started was stopped (pids {}; none exists any more); their directories are removed",
                     list(&self.pids())
                 )
             } else {

@@ -75,65 +75,126 @@ pub struct Cluster {
     opts: ServerOptions,
 }
 
-#[cfg(unix)]
-mod sys {
-    unsafe extern "C" {
-        fn kill(pid: i32, sig: i32) -> i32;
-    }
-    pub const SIGKILL: i32 = 9;
-    pub const SIGCONT: i32 = 18;
-    pub const SIGSTOP: i32 = 19;
+/// Signals and process checks (Linux: the replay is gated to it).
+pub(crate) mod sys {
+    pub use libc::{SIGCONT, SIGKILL, SIGSTOP};
 
     /// Sends `sig` to process `pid`; false if it failed.
     pub fn signal(pid: u32, sig: i32) -> bool {
         // SAFETY: kill(2) on a PID this process started and has not reaped.
-        unsafe { kill(pid as i32, sig) == 0 }
+        unsafe { libc::kill(pid as libc::pid_t, sig) == 0 }
     }
 
     /// Sends `sig` to the process group led by `pid` (a server and any
     /// child it forked, such as a replication sync child).
     pub fn signal_group(pid: u32, sig: i32) -> bool {
         // SAFETY: as above; each server leads its own process group.
-        unsafe { kill(-(pid as i32), sig) == 0 }
+        unsafe { libc::kill(-(pid as libc::pid_t), sig) == 0 }
     }
 
-    /// Whether a process `pid` exists (signal 0 only checks).
+    /// Whether a process `pid` exists (signal 0 only checks; EPERM means
+    /// it exists but belongs to someone else).
     pub fn exists(pid: u32) -> bool {
-        signal(pid, 0)
+        signal(pid, 0) || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
     }
 
+    /// Makes the child die with the thread that started it.
     #[cfg(target_os = "linux")]
     pub fn die_with_parent() -> std::io::Result<()> {
-        unsafe extern "C" {
-            fn prctl(option: i32, ...) -> i32;
-        }
-        const PR_SET_PDEATHSIG: i32 = 1;
-        const SIGKILL: i64 = 9;
         // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches
         // only the calling (child) process.
-        if unsafe { prctl(PR_SET_PDEATHSIG, SIGKILL) } == 0 {
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } == 0 {
             Ok(())
         } else {
             Err(std::io::Error::last_os_error())
         }
     }
 
+    /// Elsewhere the replay refuses to run (`replay` checks the OS first).
     #[cfg(not(target_os = "linux"))]
     pub fn die_with_parent() -> std::io::Result<()> {
-        Ok(())
+        Err(std::io::Error::other("locklab replay runs on Linux only"))
     }
 }
 
-/// A fresh scratch directory under the system temp dir.
-fn scratch_dir() -> Result<PathBuf, Error> {
+/// Whether process `pid` owns the socket listening on 127.0.0.1:`port`
+/// (read from `/proc/net/tcp` and `/proc/PID/fd`). A replay only ever talks
+/// to a server it started: a port answered by anyone else is an error, never
+/// a server to attach to.
+pub fn owns_listener(pid: u32, port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    let local = format!("0100007F:{port:04X}");
+    let any = format!("00000000:{port:04X}");
+    let inodes: Vec<String> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
+            (f.len() > 9 && (f[1] == local || f[1] == any) && f[3] == "0A")
+                .then(|| f[9].to_string())
+        })
+        .collect();
+    if inodes.is_empty() {
+        return false;
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            let t = target.to_string_lossy();
+            inodes.iter().any(|i| t == format!("socket:[{i}]"))
+        })
+    })
+}
+
+/// Prefix of every replay's scratch directory: `locklab-replay-PID-...`.
+const SCRATCH_PREFIX: &str = "locklab-replay-";
+
+/// Removes scratch directories left by replays whose process is gone (a
+/// `kill -9` of locklab cannot run its cleanup; its servers die with it
+/// through `PR_SET_PDEATHSIG`, its directories are removed here).
+pub(crate) fn remove_stale_scratch(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) = name
+            .strip_prefix(SCRATCH_PREFIX)
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let mine = std::fs::symlink_metadata(e.path()).is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == unsafe { libc::geteuid() }
+        });
+        if mine && pid != std::process::id() && !sys::exists(pid) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// A fresh scratch directory (mode 0700) under the system temp dir.
+pub(crate) fn scratch_dir() -> Result<PathBuf, Error> {
+    use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
+    remove_stale_scratch(&base);
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     for k in 0..100 {
-        let d = base.join(format!("locklab-replay-{}-{stamp}-{k}", std::process::id()));
-        match std::fs::create_dir(&d) {
+        let d = base.join(format!(
+            "{SCRATCH_PREFIX}{}-{stamp}-{k}",
+            std::process::id()
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&d) {
             Ok(()) => return Ok(d),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
@@ -148,6 +209,15 @@ fn scratch_dir() -> Result<PathBuf, Error> {
         "cannot create a scratch directory in {}",
         base.display()
     )))
+}
+
+/// Creates `dir` with mode 0700.
+pub(crate) fn private_dir(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::Env(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// Compiles the clock shim into `dir` with `$CC`, `cc` or `gcc`.
@@ -186,19 +256,19 @@ fn build_shim(dir: &Path) -> Result<PathBuf, Error> {
 }
 
 /// A port on 127.0.0.1 that nothing listens on right now.
-fn free_port() -> Result<u16, Error> {
+pub(crate) fn free_port() -> Result<u16, Error> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| Error::Env(format!("cannot find a free port on 127.0.0.1: {e}")))
 }
 
-fn port_in_use(port: u16) -> bool {
+pub(crate) fn port_in_use(port: u16) -> bool {
     TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_err()
 }
 
 /// The last lines of a server's log, for error messages.
-fn log_tail(path: &Path) -> String {
+pub(crate) fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = &lines[lines.len().saturating_sub(3)..];
@@ -285,6 +355,11 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// The replay's scratch directory (mode 0700).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// Starts server `i` again with a fresh empty directory, and waits
     /// until it answers (a replica: until it has synced).
     pub fn launch(&mut self, i: usize) -> Result<(), Error> {
@@ -321,8 +396,7 @@ impl Cluster {
         let s = &self.servers[i];
         let log = self.log_path(i);
         let dir = log.parent().unwrap_or(&self.root).to_path_buf();
-        std::fs::create_dir(&dir)
-            .map_err(|e| Error::Env(format!("cannot create {}: {e}", dir.display())))?;
+        private_dir(&dir)?;
         let mut cmd = Command::new(&self.opts.redis_server);
         cmd.args(["--port", &s.port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
@@ -423,7 +497,22 @@ impl Cluster {
                 })
                 .unwrap_or(false);
             if up {
-                return Ok(());
+                let pid = self.servers[i].pids.last().copied().unwrap_or(0);
+                if owns_listener(pid, port) {
+                    return Ok(());
+                }
+                // Something answers on the port, but not the server this
+                // replay started (another replay, or anything else): never
+                // attach to it.
+                if let Some(child) = &mut self.servers[i].child
+                    && let Ok(Some(_)) = child.try_wait()
+                {
+                    self.servers[i].child = None;
+                }
+                return Err(Error::Env(format!(
+                    "port {port} on 127.0.0.1 answers, but not from {name}: another process listens there (Address already in use); the replay never attaches to a server it did not start: {}",
+                    log_tail(log)
+                )));
             }
             if Instant::now() >= deadline {
                 let what = if self.servers[i].spec.replica_of.is_some() {

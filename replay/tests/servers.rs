@@ -144,3 +144,39 @@ fn the_failover_recipe_loses_exactly_the_writes_after_the_cut() {
     );
     assert_eq!(call(&c, 1, &["GET", "lock"]), Value::Bulk(None));
 }
+
+#[test]
+fn a_listener_belongs_only_to_the_process_that_opened_it() {
+    use locklab_replay::servers::owns_listener;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    assert!(owns_listener(std::process::id(), port));
+    // PID 1 does not own this test's socket; nothing listens on a closed port.
+    assert!(!owns_listener(1, port));
+    drop(l);
+    assert!(!owns_listener(std::process::id(), port));
+}
+
+#[test]
+fn a_replays_scratch_directory_is_private_and_leftovers_are_removed() {
+    use std::os::unix::fs::PermissionsExt;
+    // A directory left by a replay whose process no longer exists.
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait().unwrap();
+    let stale = std::env::temp_dir().join(format!("locklab-replay-{pid}-0-0"));
+    std::fs::create_dir_all(stale.join("redis-1")).unwrap();
+    let c = Cluster::start(vec![spec("plain", None, false)], opts()).expect("redis-server starts");
+    let mode = std::fs::metadata(c.root()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    assert!(
+        !stale.exists(),
+        "the leftover {} is still there",
+        stale.display()
+    );
+    let pids = c.pids();
+    drop(c);
+    for p in pids {
+        assert!(gone(p));
+    }
+}

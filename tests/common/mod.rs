@@ -1,8 +1,11 @@
 //! Helpers every CLI test shares: run the built binary, read its output,
-//! make a scratch directory, expect a clean rejection.
+//! make a scratch directory (removed when the test ends), expect a clean
+//! rejection, and decide whether a test whose tools are missing fails or
+//! is skipped.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs `locklab` with `args` (no colour).
@@ -22,12 +25,41 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
-/// A fresh, empty directory for one test.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh, empty directory for one test, removed (with everything in it)
+/// when it is dropped.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh, empty directory for one test; see `Scratch`.
+pub fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("locklab-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 /// Bad input: exit 2, a message naming the problem, no panic, no backtrace.
@@ -40,4 +72,97 @@ pub fn rejects(args: &[&str], needle: &str) {
         "{args:?}: expected {needle:?} in {err:?}"
     );
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+}
+
+/// An external program a test needs, and the Debian package that has it.
+#[derive(Clone, Copy, Debug)]
+pub struct Tool {
+    /// Executable names to look for, the first found wins.
+    pub names: &'static [&'static str],
+    /// The Debian package to install.
+    pub package: &'static str,
+}
+
+pub const REDIS: Tool = Tool {
+    names: &["redis-server"],
+    package: "redis-server",
+};
+pub const CC: Tool = Tool {
+    names: &["cc"],
+    package: "gcc",
+};
+pub const CHROMIUM: Tool = Tool {
+    names: &["chromium", "chromium-browser", "google-chrome"],
+    package: "chromium",
+};
+pub const CHROMEDRIVER: Tool = Tool {
+    names: &["chromedriver"],
+    package: "chromium-driver",
+};
+
+/// Where `tool` is installed: on PATH, or in the places Debian puts it.
+pub fn find(tool: Tool) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path).chain([
+        PathBuf::from("/usr/bin"),
+        PathBuf::from("/usr/lib/chromium"),
+    ]) {
+        for n in tool.names {
+            let p = dir.join(n);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// True when the environment says this is CI (`CI=true`, as CI services set it).
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// What to do when a test's tools are missing. `Ok(None)`: nothing is
+/// missing, run the test. `Ok(Some(line))`: skip it and show `line`
+/// (`SKIPPED: <test>: <why> (apt-get install <pkgs>)`). `Err(message)`:
+/// this is CI, where a missing tool is a failure naming the packages.
+pub fn decide(test: &str, missing: &[Tool], ci: bool) -> Result<Option<String>, String> {
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    let names: Vec<&str> = missing.iter().map(|t| t.names[0]).collect();
+    let mut packages: Vec<&str> = missing.iter().map(|t| t.package).collect();
+    packages.dedup();
+    let why = format!(
+        "{test}: {} not installed (apt-get install {})",
+        names.join(" and "),
+        packages.join(" ")
+    );
+    if ci {
+        return Err(format!(
+            "CI=true and a tool this test needs is missing: {why}"
+        ));
+    }
+    Ok(Some(format!("SKIPPED: {why}")))
+}
+
+/// Whether `test` can run: every one of `tools` is installed. Otherwise it
+/// fails in CI (`CI=true`) and elsewhere prints its `SKIPPED:` line straight
+/// to standard error, past the test harness's capture, so that it shows in
+/// `cargo test`'s output (see `decide`).
+/// Use as `if !common::require("suite::name", &[REDIS]) { return; }`.
+pub fn require(test: &str, tools: &[Tool]) -> bool {
+    let missing: Vec<Tool> = tools
+        .iter()
+        .copied()
+        .filter(|t| find(*t).is_none())
+        .collect();
+    match decide(test, &missing, in_ci()) {
+        Ok(None) => true,
+        Ok(Some(line)) => {
+            let _ = writeln!(std::io::stderr(), "{line}");
+            false
+        }
+        Err(message) => panic!("{message}"),
+    }
 }

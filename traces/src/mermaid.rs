@@ -208,6 +208,10 @@ pub fn diagram(t: &Trace) -> String {
             let _ = writeln!(out, "    end");
         }
     }
+    // Close every bar still open, or Mermaid draws none of them.
+    for id in &active {
+        let _ = writeln!(out, "    deactivate {id}");
+    }
     out
 }
 

@@ -3,8 +3,9 @@
 //! A zone over clocks `x1..x_{n-1}` plus the reference clock `x0 ≡ 0` is a
 //! conjunction of constraints `x_i − x_j ≺ c` (`≺ ∈ {<, ≤}`), stored as an
 //! `n × n` matrix of bounds `D[i][j]` (Dill 1989; Bengtsson & Yi, *Timed
-//! automata: semantics, algorithms and tools*, LNCS 3098, 2004 — "B&Y" below,
-//! whose §4 is the reference for every operation here).
+//! automata: semantics, algorithms and tools*, Lectures on Concurrency and
+//! Petri Nets, LNCS 3098, 2004 — "B&Y" below; its chapter on DBM algorithms
+//! is the reference for every operation here).
 //!
 //! # Invariants
 //!
@@ -213,22 +214,31 @@ impl Dbm {
             return false;
         }
         let n = self.n;
+        let mut row_k: Vec<Bound> = vec![Bound::INF; n];
         for k in 0..n {
-            for i in 0..n {
-                let dik = self.m[i * n + k];
-                if dik.is_inf() {
+            // Row k does not change while pivoting on k (D[k][k] = (0,≤)
+            // as long as no negative cycle has been seen), so a copy of it
+            // lets each row i be relaxed through plain slices.
+            row_k.copy_from_slice(&self.m[k * n..(k + 1) * n]);
+            for (i, row_i) in self.m.chunks_exact_mut(n).enumerate() {
+                let dik = row_i[k];
+                if dik.is_inf() || i == k {
                     continue;
                 }
-                for j in 0..n {
-                    let s = dik.add(self.m[k * n + j]);
-                    if s < self.m[i * n + j] {
-                        self.m[i * n + j] = s;
+                for (dst, &src) in row_i.iter_mut().zip(&row_k) {
+                    let s = dik + src;
+                    if s < *dst {
+                        *dst = s;
                     }
                 }
-                if self.m[i * n + i] < Bound::LE_ZERO {
+                if row_i[i] < Bound::LE_ZERO {
                     self.make_empty();
                     return false;
                 }
+            }
+            if self.m[k * n + k] < Bound::LE_ZERO {
+                self.make_empty();
+                return false;
             }
         }
         true
@@ -247,10 +257,11 @@ impl Dbm {
             })
     }
 
-    /// Delay (future): `{v + d | v ∈ Z, d ≥ 0}`. Removes upper bounds; the
-    /// result is closed without re-closing (B&Y §4.2: `D[i][0] := ∞` cannot
-    /// shorten any path that did not already go through row `i`, and every
-    /// entry stays ≤ the `∞`-containing paths). O(n).
+    /// Delay (future): `{v + d | v ∈ Z, d ≥ 0}`. Removes upper bounds
+    /// (B&Y "up"); differences and lower bounds are invariant under delay.
+    /// The result stays closed: the new `∞` entries satisfy every triangle
+    /// inequality trivially, and no other entry changed or had a shorter
+    /// path through an entry that grew. O(n).
     pub fn up(&mut self) {
         if self.is_empty() {
             return;
@@ -261,7 +272,7 @@ impl Dbm {
     }
 
     /// Past: `{v − d ≥ 0 | v ∈ Z, d ≥ 0}`. Sets each lower bound to the
-    /// tightest of `x_i ≥ 0` and `x_i ≥ x_j − D[j][i]` (B&Y §4.2). That is
+    /// tightest of `x_i ≥ 0` and `x_i ≥ x_j − D[j][i]` (B&Y "down"). That is
     /// closed when all clocks are non-negative; if a negative shift broke that
     /// precondition the result is re-closed. O(n²) (O(n³) in that case).
     pub fn down(&mut self) {
@@ -308,16 +319,19 @@ impl Dbm {
             self.make_empty();
             return false;
         }
-        for k in 0..n {
-            let dki = self.m[k * n + i];
-            if dki.is_inf() {
+        // Row j is not changed by the update (see above), so a copy of it
+        // lets each row k be updated through plain slices.
+        let row_j: Vec<Bound> = self.m[j * n..(j + 1) * n].to_vec();
+        for (k, row_k) in self.m.chunks_exact_mut(n).enumerate() {
+            let dki = row_k[i];
+            if dki.is_inf() || k == j {
                 continue;
             }
-            let via = dki.add(b);
-            for l in 0..n {
-                let s = via.add(self.m[j * n + l]);
-                if s < self.m[k * n + l] {
-                    self.m[k * n + l] = s;
+            let via = dki + b;
+            for (dst, &src) in row_k.iter_mut().zip(&row_j) {
+                let s = via + src;
+                if s < *dst {
+                    *dst = s;
                 }
             }
         }
@@ -350,7 +364,7 @@ impl Dbm {
     }
 
     /// `x := c` (`c ≥ 0`). Row/column of `x` become those of `x0` shifted by
-    /// `c` (B&Y §4.2 "reset"); closed because `x` is now a translate of `x0`.
+    /// `c` (B&Y "reset"); closed because `x` is now a translate of `x0`.
     /// O(n).
     pub fn assign(&mut self, x: usize, c: i64) {
         assert!(x >= 1 && x < self.n, "cannot assign x0 or out of range");
@@ -367,7 +381,7 @@ impl Dbm {
         self.set(x, x, Bound::LE_ZERO);
     }
 
-    /// `x := y`. Row/column of `x` become those of `y` (B&Y §4.2 "copy").
+    /// `x := y`. Row/column of `x` become those of `y` (B&Y "copy").
     /// O(n).
     pub fn copy(&mut self, x: usize, y: usize) {
         assert!(x >= 1 && x < self.n && y < self.n, "bad clock index");
@@ -384,7 +398,7 @@ impl Dbm {
     }
 
     /// Forget `x` (any value `≥ 0`): `D[x][j] := ∞`, `D[j][x] := D[j][0]`
-    /// (B&Y §4.2 "free"); closed because the only paths into `x` left are
+    /// (B&Y "free"); closed because the only paths into `x` left are
     /// through `x0`. O(n).
     pub fn free(&mut self, x: usize) {
         assert!(x >= 1 && x < self.n, "cannot free x0 or out of range");
@@ -448,7 +462,7 @@ impl Dbm {
         self.clone().intersect(other)
     }
 
-    /// Whether `self ⊇ other`: pointwise on canonical forms (B&Y §4.1). O(n²).
+    /// Whether `self ⊇ other`: pointwise on canonical forms (B&Y). O(n²).
     pub fn includes(&self, other: &Dbm) -> bool {
         assert_eq!(self.n, other.n, "dimension mismatch");
         if other.is_empty() {
@@ -479,8 +493,8 @@ impl Dbm {
     ///   is closed: the triangle inequality `D[i][j] ≤ D[i][k] + D[k][j]`
     ///   holds for all triples, so for the kept ones; and in a canonical DBM
     ///   every entry is attained, so a solution of the sub-system extends to
-    ///   the dropped clocks — the sub-matrix is exactly the projection (B&Y
-    ///   §4.1: canonical DBMs are projection-closed, which is also why `free`
+    ///   the dropped clocks — the sub-matrix is exactly the projection (B&Y:
+    ///   canonical DBMs are projection-closed, which is also why `free`
     ///   is O(n)).
     /// * A `Zero` clock is a copy of `x0`: its row/column are `x0`'s.
     /// * A `Free` clock has row `∞` and column `D[j][0]` (as after `free`):
@@ -528,7 +542,8 @@ impl Dbm {
     }
 
     /// Extra⁺_LU (Behrmann, Bouyer, Larsen, Pelánek, *Lower and upper bounds
-    /// in zone-based abstractions of timed automata*, STTT 8(3), 2006, §4),
+    /// in zone-based abstractions of timed automata*, STTT 8(3), 2006,
+    /// doi 10.1007/s10009-005-0190-0),
     /// then re-closed. `l[x]`/`u[x]` are the largest constants `x` is
     /// compared with in lower-bound (`x > c`, `x ≥ c`) / upper-bound (`x < c`,
     /// `x ≤ c`) guards and invariants reachable from the current discrete
@@ -617,15 +632,17 @@ impl Dbm {
     /// A valuation in the zone, indexed like the clocks (entry 0 is `x0 = 0`),
     /// or `None` if empty. Each clock gets its least value over the zone when
     /// that is attained; at a strict lower bound it gets the bound plus a
-    /// multiple of `1/(n+1)` (see [`solve::earliest_ticks`]), so strict bounds
-    /// hold strictly. O(n³).
+    /// multiple of `1/(n+1)` less than 1 (see [`solve::earliest_ticks`]), so
+    /// strict bounds hold strictly. O(n³) (Bellman–Ford on n² constraints).
     pub fn pick_point(&self) -> Option<Vec<Rational>> {
         if self.is_empty() {
             return None;
         }
-        let p = solve::earliest(self.n, &self.diffs());
-        debug_assert!(p.is_some(), "a non-empty canonical zone has a point");
-        p
+        // No implicit `x ≥ 0`: the zone's row 0 states the lower bounds (all
+        // finite), and a negatively shifted zone may hold negative values.
+        let (scale, ticks) = solve::least(self.n, &self.diffs(), false)
+            .expect("a non-empty canonical zone has a point");
+        Some(ticks.into_iter().map(|t| Rational::new(t, scale)).collect())
     }
 
     /// Whether the valuation `v` (entry 0 must be 0) lies in the zone,

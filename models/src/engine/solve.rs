@@ -9,7 +9,7 @@
 //! Method: the system is a constraint graph; feasibility is the absence of a
 //! positive cycle in the "lower bound" relaxation `t_j ≥ t_i − c`, found by
 //! Bellman–Ford (Dill 1989; Bengtsson & Yi, *Timed automata: semantics,
-//! algorithms and tools*, LNCS 3098, 2004, §4). Strict bounds are handled
+//! algorithms and tools*, LNCS 3098, 2004). Strict bounds are handled
 //! exactly by the ε-scaling argument: a strict `t_i − t_j < c` is read as
 //! `t_i − t_j ≤ c − ε` and path weights are kept as pairs `(a, b)` meaning
 //! `a + b·ε`, compared lexicographically (ε infinitesimal). A cycle of weight
@@ -230,13 +230,26 @@ pub fn first_violation(times: &[Rational], cs: &[Diff]) -> Option<usize> {
 /// are met with slack `1/(n+1)` per strict step. The result is the least
 /// solution of the ε-tightened system, coordinate-wise.
 pub fn earliest_ticks(n: usize, cs: &[Diff]) -> Option<(i128, Vec<i128>)> {
+    least(n, cs, true)
+}
+
+/// The least solution of the ε-tightened system with `t_0 = 0`, as ticks of
+/// `1/(n+1)`. With `nonneg`, every `t_i ≥ 0` is implied; without it, times
+/// may be negative and every time must be bounded below by a chain of
+/// constraints from `t_0` (else `None`). [`super::dbm::Dbm::pick_point`]
+/// uses the latter, since a canonical DBM states its lower bounds itself
+/// (and may, after a negative shift, allow negative clocks).
+pub(super) fn least(n: usize, cs: &[Diff], nonneg: bool) -> Option<(i128, Vec<i128>)> {
     assert!(n >= 1, "need at least t_0");
     for d in cs {
         assert!(d.i < n && d.j < n, "constraint {d} names a time ≥ {n}");
     }
-    // Lower-bound potentials p_j = (a, b) meaning t_j ≥ a + b·ε. The implicit
-    // t_j ≥ t_0 = 0 is the initial value (0, 0) for everyone.
-    let mut p: Vec<(i128, i128)> = vec![(0, 0); n];
+    // Lower-bound potentials p_j = (a, b) meaning t_j ≥ a + b·ε (None: no
+    // lower bound found yet). The implicit t_j ≥ t_0 = 0 is the initial
+    // value (0, 0) for everyone.
+    let start = if nonneg { Some((0, 0)) } else { None };
+    let mut p: Vec<Option<(i128, i128)>> = vec![start; n];
+    p[0] = Some((0, 0));
     // A constraint t_i − t_j ≺ c gives t_j ≥ t_i − c (+ ε if strict).
     let mut changed = true;
     let mut rounds = 0;
@@ -248,8 +261,8 @@ pub fn earliest_ticks(n: usize, cs: &[Diff]) -> Option<(i128, Vec<i128>)> {
         rounds += 1;
         changed = false;
         for d in cs {
-            let (a, b) = p[d.i];
-            let cand = (a - d.c as i128, b + d.strict as i128);
+            let Some((a, b)) = p[d.i] else { continue };
+            let cand = Some((a - d.c as i128, b + d.strict as i128));
             if cand > p[d.j] {
                 p[d.j] = cand;
                 changed = true;
@@ -258,11 +271,14 @@ pub fn earliest_ticks(n: usize, cs: &[Diff]) -> Option<(i128, Vec<i128>)> {
     }
     // t_0 is fixed at 0: anything forcing it higher is a positive cycle
     // through t_0 (caught above) — double-check rather than trust it.
-    if p[0] != (0, 0) {
+    if p[0] != Some((0, 0)) {
         return None;
     }
     let scale = n as i128 + 1;
-    let ticks: Vec<i128> = p.iter().map(|&(a, b)| a * scale + b).collect();
+    let ticks: Vec<i128> = p
+        .iter()
+        .map(|q| q.map(|(a, b)| a * scale + b))
+        .collect::<Option<_>>()?;
     // The fixpoint is a lower-bound solution; it satisfies every upper
     // constraint iff the system is feasible. Verify exactly at ε = 1/scale
     // (cheap, and it is the argument in the module comment made executable).
@@ -319,7 +335,7 @@ mod tests {
 
     #[test]
     fn strict_chain_gets_slack_and_holds() {
-        // The time-and-network §2 shape: 0 < t1 < t2 < t3 < 1.
+        // Three distinct instants inside one open unit: 0 < t1 < t2 < t3 < 1.
         let cs = [
             Diff::lt(0, 1, 0),
             Diff::lt(1, 2, 0),

@@ -129,6 +129,14 @@ pub trait Protocol: Send + Sync {
     fn watches_survive_session(&self) -> bool {
         false
     }
+    /// Whether every request on a live session renews it. A ZooKeeper
+    /// server renews a session on any packet from its client
+    /// (`SessionTrackerImpl.touchSession`, called for every request the
+    /// server receives; found by replaying on a real ZooKeeper 3.8);
+    /// etcd renews a lease only on `LeaseKeepAlive`.
+    fn requests_renew_session(&self) -> bool {
+        false
+    }
     /// What the lock service is, for diagrams.
     fn service_label(&self) -> &'static str {
         "Redis"

@@ -48,6 +48,9 @@ impl Protocol for Zookeeper {
     fn renewal(&self) -> Renewal {
         Renewal::Heartbeat
     }
+    fn requests_renew_session(&self) -> bool {
+        true
+    }
     fn service_label(&self) -> &'static str {
         "ZooKeeper ensemble"
     }

@@ -1,0 +1,287 @@
+//! A long `check` from the outside: a progress line on a terminal, a time
+//! and a memory limit, and Ctrl-C. A watcher thread looks every 100 ms at
+//! the clock, the process's resident memory and the interrupt flag; the
+//! search itself runs untouched in the models crate, so a limit or Ctrl-C
+//! ends the process from here, after printing what is finished.
+
+use crate::util::{EXIT_INCOMPLETE, Failure};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Exit code after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// "90s", "5m", "1h", "500ms", "1m30s" -> a duration.
+pub fn parse_duration(flag: &str, text: &str) -> Result<Duration, Failure> {
+    let bad = || {
+        Failure::input(format!(
+            "--{flag} {text:?}: expected a duration such as 500ms, 90s, 5m, 1h or 1m30s"
+        ))
+    };
+    let mut total = Duration::ZERO;
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.saturating_mul(60)),
+            "h" => Duration::from_secs(n.saturating_mul(3600)),
+            _ => return Err(bad()),
+        };
+        total = total.saturating_add(unit);
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() {
+        return Err(Failure::input(format!(
+            "--{flag} {text:?}: must be longer than zero"
+        )));
+    }
+    Ok(total)
+}
+
+/// "512M", "2G", "1500K" (bytes, powers of 1024) -> bytes.
+pub fn parse_bytes(flag: &str, text: &str) -> Result<u64, Failure> {
+    let bad = || {
+        Failure::input(format!(
+            "--{flag} {text:?}: expected a size such as 512M or 2G (K, M, G: powers of 1024)"
+        ))
+    };
+    let t = text.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&t[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&t[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&t[..i], 1 << 30),
+        _ => return Err(bad()),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    match n.checked_mul(mult) {
+        Some(b) if b > 0 => Ok(b),
+        _ => Err(bad()),
+    }
+}
+
+/// Clears the progress line, before another line goes to a terminal.
+pub fn clear_line() -> &'static str {
+    if std::io::stderr().is_terminal() {
+        "\r\x1b[K"
+    } else {
+        ""
+    }
+}
+
+/// Resident memory of this process, in bytes (Linux; None elsewhere).
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// What the watcher shows and, when it must end the run, prints first.
+#[derive(Default)]
+struct Shared {
+    /// What the run is doing now: "redlock: search".
+    phase: String,
+    /// Printed on standard output before the run ends early (the protocols
+    /// `check all` has finished).
+    finished: String,
+    /// Names of what has not started yet, for the closing message.
+    pending: Vec<String>,
+}
+
+/// The limits a run was given.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits {
+    pub time: Option<Duration>,
+    pub memory: Option<u64>,
+}
+
+pub struct Watch {
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watch {
+    /// Starts watching: catches Ctrl-C and SIGTERM from now on.
+    pub fn start(limits: Limits) -> Watch {
+        locklab_replay::interrupt::install();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tty = std::io::stderr().is_terminal();
+        let thread = {
+            let shared = Arc::clone(&shared);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || watch(&shared, &stop, limits, tty))
+        };
+        Watch {
+            shared,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn phase(&self, phase: impl Into<String>) {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner()).phase = phase.into();
+    }
+
+    /// The text to print if the run ends early, and what is still to do.
+    pub fn finished(&self, text: String, pending: Vec<String>) {
+        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        s.finished = text;
+        s.pending = pending;
+    }
+
+    /// Stops watching (and clears the progress line). From here on the run
+    /// finishes normally.
+    pub fn done(mut self) {
+        self.stop_thread();
+    }
+
+    fn stop_thread(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.stop_thread();
+    }
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+fn watch(shared: &Mutex<Shared>, stop: &AtomicBool, limits: Limits, tty: bool) {
+    let started = Instant::now();
+    let mut last_draw: Option<Instant> = None;
+    let mut drawn = false;
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let elapsed = started.elapsed();
+        let rss = resident_bytes();
+        let why = if locklab_replay::interrupt::interrupted() {
+            Some((EXIT_INTERRUPTED, "interrupted".to_string()))
+        } else if limits.time.is_some_and(|t| elapsed >= t) {
+            Some((
+                EXIT_INCOMPLETE,
+                format!(
+                    "incomplete: the time limit ({:.0} s) ran out",
+                    limits.time.unwrap_or_default().as_secs_f64()
+                ),
+            ))
+        } else if let (Some(max), Some(now)) = (limits.memory, rss)
+            && now > max
+        {
+            Some((
+                EXIT_INCOMPLETE,
+                format!(
+                    "incomplete: resident memory {} passed the limit ({})",
+                    mb(now),
+                    mb(max)
+                ),
+            ))
+        } else {
+            None
+        };
+        let s = shared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((code, what)) = why {
+            let mut err = std::io::stderr().lock();
+            if drawn {
+                let _ = write!(err, "\r\x1b[K");
+            }
+            // What is finished goes to standard output whole; a write error
+            // changes nothing now.
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(s.finished.as_bytes());
+            let _ = out.flush();
+            let pending = if s.pending.is_empty() {
+                String::new()
+            } else {
+                format!("; not checked: {}", s.pending.join(", "))
+            };
+            let _ = writeln!(
+                err,
+                "{what} after {:.1} s, during {}{pending}; no verdict for it (no report or trace file was written)",
+                elapsed.as_secs_f64(),
+                if s.phase.is_empty() {
+                    "start-up"
+                } else {
+                    &s.phase
+                },
+            );
+            std::process::exit(code);
+        }
+        if tty
+            && elapsed >= Duration::from_millis(500)
+            && last_draw.is_none_or(|t| t.elapsed() >= Duration::from_millis(250))
+        {
+            last_draw = Some(Instant::now());
+            drawn = true;
+            let line: String = format!(
+                "{}: {:.1} s, {}",
+                s.phase,
+                elapsed.as_secs_f64(),
+                rss.map(mb).unwrap_or_default()
+            )
+            .chars()
+            .take(79)
+            .collect();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{line}\x1b[K");
+            let _ = err.flush();
+        }
+    }
+    if drawn {
+        let _ = write!(std::io::stderr(), "\r\x1b[K");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_parse_or_are_refused() {
+        assert_eq!(parse_duration("t", "90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("t", "5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(
+            parse_duration("t", "1m30s").unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            parse_duration("t", "250ms").unwrap(),
+            Duration::from_millis(250)
+        );
+        for bad in ["", "90", "s", "5x", "-1s", "0s", "1.5s"] {
+            assert!(parse_duration("t", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_bytes("m", "2G").unwrap(), 2 << 30);
+        assert_eq!(parse_bytes("m", "512M").unwrap(), 512 << 20);
+        for bad in ["", "2", "0M", "G", "2T", "-1M"] {
+            assert!(parse_bytes("m", bad).is_err(), "{bad:?}");
+        }
+    }
+}
