@@ -114,8 +114,6 @@ impl Hasher for PassThrough {
     }
 }
 
-type Seen = HashSet<u64, BuildHasherDefault<PassThrough>>;
-
 /// The passed list: per discrete world (its fingerprint), the zones stored.
 /// A new zone included in a stored one of the same world adds nothing
 /// (zone successors are monotone: whatever it reaches in k steps, the
