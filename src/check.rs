@@ -78,7 +78,7 @@ pub struct CheckArgs {
 fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> {
     let all: Vec<Invariant> = Invariant::ALL
         .into_iter()
-        .filter(|i| i.applies(m.proto))
+        .filter(|i| i.applies(m))
         .collect();
     let Some(list) = &args.invariants else {
         return Ok(all);
@@ -87,9 +87,9 @@ fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> 
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let inv = Invariant::from_name(s).ok_or_else(|| unknown("invariant", s, &names))?;
-        if !inv.applies(m.proto) {
+        if let Some(why) = inv.not_applicable(m) {
             return Err(Failure::input(format!(
-                "invariant '{s}' does not apply to {}: it grants no fencing tokens",
+                "invariant '{s}' does not apply to {}: {why}",
                 m.proto.name()
             )));
         }
@@ -182,7 +182,11 @@ pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<Chec
     let mut traces: Vec<Trace> = Vec::new();
     let mut verdicts: Vec<Verdict> = Vec::new();
     for inv in Invariant::ALL {
-        if !inv.applies(m.proto) {
+        if let Some(why) = inv.not_applicable(m) {
+            // Only the token source's n/a is worth a line in every report.
+            if inv != Invariant::TokenMonotonic {
+                continue;
+            }
             verdicts.push(Verdict {
                 invariant: inv.name().into(),
                 category: inv.category().into(),
@@ -191,7 +195,7 @@ pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<Chec
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
-                note: format!("{} grants no fencing tokens", m.proto.name()),
+                note: why,
             });
             continue;
         }

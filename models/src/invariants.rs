@@ -14,15 +14,17 @@ pub enum Invariant {
     NoLostUpdate,
     TokenMonotonic,
     NoOrphanLock,
+    NoOversell,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 5] = [
+    pub const ALL: [Invariant; 6] = [
         Invariant::MutualExclusion,
         Invariant::Ownership,
         Invariant::NoLostUpdate,
         Invariant::TokenMonotonic,
         Invariant::NoOrphanLock,
+        Invariant::NoOversell,
     ];
 
     pub fn name(self) -> &'static str {
@@ -32,6 +34,7 @@ impl Invariant {
             Invariant::NoLostUpdate => "no_lost_update",
             Invariant::TokenMonotonic => "token_monotonic",
             Invariant::NoOrphanLock => "no_orphan_lock",
+            Invariant::NoOversell => "no_oversell",
         }
     }
 
@@ -55,26 +58,56 @@ impl Invariant {
             Invariant::NoOrphanLock => {
                 "no lock entry outlives its owner forever (no expiry, or renewed for a dead owner)"
             }
+            Invariant::NoOversell => {
+                "the stock never falls below zero (--resource-op check-then-act, starting at --stock)"
+            }
         }
     }
 
-    /// What the invariant protects: a client's *belief*, the *lock service*'s
-    /// records, the *resource*, or the *token* source. Fencing protocols keep
-    /// the resource safe while beliefs overlap; the report says which is which.
+    /// The layer the invariant protects: a client's *belief*, the *lock
+    /// service*'s records (and its *token* source), the *resource*'s data,
+    /// or the *business* rule built on it. Fencing protocols keep the
+    /// resource safe while beliefs overlap; the report says which is which.
     pub fn category(self) -> &'static str {
         match self {
             Invariant::MutualExclusion => "belief",
             Invariant::Ownership | Invariant::NoOrphanLock => "lock-service",
             Invariant::NoLostUpdate => "resource",
             Invariant::TokenMonotonic => "token",
+            Invariant::NoOversell => "business",
         }
     }
 
-    /// Whether the invariant says anything about `proto` (only fencing
-    /// protocols grant tokens).
-    pub fn applies(self, proto: &dyn Protocol) -> bool {
+    /// Whether the invariant says anything about model `m` (only fencing
+    /// protocols grant tokens; only a stock can be oversold).
+    pub fn applies(self, m: &LockModel) -> bool {
+        self.not_applicable(m).is_none()
+    }
+
+    /// Why the invariant says nothing about `m`, if it does not.
+    pub fn not_applicable(self, m: &LockModel) -> Option<String> {
+        match self {
+            Invariant::TokenMonotonic if !m.proto.issues_tokens() => {
+                Some(format!("{} grants no fencing tokens", m.proto.name()))
+            }
+            Invariant::NoOversell
+                if m.params.resource_op != crate::params::ResourceOp::CheckThenAct =>
+            {
+                Some(format!(
+                    "no stock: the resource operation is {} (no_oversell needs check-then-act)",
+                    m.params.resource_op.name()
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the invariant says anything about `proto` under its
+    /// default parameters.
+    pub fn applies_to(self, proto: &dyn Protocol) -> bool {
         match self {
             Invariant::TokenMonotonic => proto.issues_tokens(),
+            Invariant::NoOversell => false,
             _ => true,
         }
     }
@@ -86,6 +119,7 @@ impl Invariant {
             Invariant::NoLostUpdate => w.resource.value == w.resource.accepted,
             Invariant::TokenMonotonic => w.ghost.token_regressed.is_none(),
             Invariant::NoOrphanLock => orphan(m, w).is_none(),
+            Invariant::NoOversell => crate::resource::stock_left(m, w.resource.value) >= 0,
         }
     }
 
@@ -135,6 +169,12 @@ impl Invariant {
                 None => String::new(),
             },
             Invariant::NoOrphanLock => orphan(m, w).unwrap_or_default(),
+            Invariant::NoOversell => format!(
+                "{} units were sold from a stock of {}: the stock is {}",
+                w.resource.value,
+                m.params.stock,
+                crate::resource::stock_left(m, w.resource.value)
+            ),
         }
     }
 }

@@ -447,8 +447,10 @@ impl Default for Client {
     }
 }
 
-/// The protected resource: a counter every critical section increments by
-/// read-modify-write, and the highest fencing token it has seen.
+/// The protected resource (see `resource.rs`): a counter of the changes
+/// applied (increments for `rmw` and `in-place`, units taken from the stock
+/// for `check-then-act`), the writes it accepted, the highest fencing token
+/// it has seen, and the unfenced writers' progress.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
@@ -456,6 +458,24 @@ pub struct Resource {
     pub value: u8,
     pub accepted: u8,
     pub max_token: Option<u16>,
+    /// Unfenced writers (no lock, no token), by index.
+    pub writers: [Writer; crate::params::MAX_UNFENCED_WRITERS as usize],
+}
+
+/// Where an unfenced writer (a batch job, an old client version) is: it
+/// reads, then writes, bypassing the lock and the fence.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Writer {
+    /// Not present, or finished.
+    #[default]
+    Done,
+    /// About to read.
+    Ready,
+    /// Has read this value; its write is next.
+    Read(u8),
 }
 
 /// Facts about transitions that invariants need: recorded in the state so
