@@ -38,6 +38,10 @@ pub fn render() -> String {
             ResourceOp::CheckThenAct,
             "the client reads the stock, decides \"if stock > 0\" itself, then has the resource take one unit (--stock)",
         ),
+        (
+            ResourceOp::Conditional,
+            "the resource's own conditional update: UPDATE ... SET stock = stock - 1 WHERE stock > 0 (§9.3; --stock)",
+        ),
     ] {
         let _ = writeln!(out, "  {:<18}  {what}", op.name());
     }

@@ -37,6 +37,8 @@ pub enum OpOpt {
     InPlace,
     /// The client reads the stock, decides "if stock > 0" itself, then has the resource take one unit
     CheckThenAct,
+    /// The resource's own conditional update: UPDATE ... SET stock = stock - 1 WHERE stock > 0 (§9.3)
+    Conditional,
 }
 
 /// Where the resource keeps its highest token.
@@ -156,7 +158,7 @@ pub struct ModelArgs {
     /// What the critical section does to the resource [default: rmw]
     #[arg(long, value_enum, value_name = "OP", help_heading = "Resource")]
     pub resource_op: Option<OpOpt>,
-    /// Units in stock at the start, for --resource-op check-then-act [default: 1]
+    /// Units in stock at the start, for --resource-op check-then-act or conditional [default: 1]
     #[arg(long, value_name = "N", help_heading = "Resource")]
     pub stock: Option<u8>,
     /// Reads carry the token too and are checked by the same form
@@ -324,6 +326,7 @@ impl ModelArgs {
                 OpOpt::Rmw => ResourceOp::Rmw,
                 OpOpt::InPlace => ResourceOp::InPlace,
                 OpOpt::CheckThenAct => ResourceOp::CheckThenAct,
+                OpOpt::Conditional => ResourceOp::Conditional,
             };
         }
         if let Some(n) = self.stock {

@@ -137,7 +137,7 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
     );
     rejects(
         &["check", "fencing", "--stock", "3"],
-        "--stock applies to --resource-op check-then-act only",
+        "--stock applies to --resource-op check-then-act or conditional only",
     );
     rejects(
         &["check", "fencing", "--unfenced-writers", "3"],
@@ -160,7 +160,7 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
             "--invariants",
             "no_oversell",
         ],
-        "no_oversell needs check-then-act",
+        "no_oversell needs check-then-act or conditional",
     );
     rejects(&["check", "all", "--format", "svg"], "add --out-dir DIR");
     rejects(

@@ -266,7 +266,7 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
                     }
                 }
             }
-            Service::Single | Service::Consensus => {}
+            Service::Single | Service::Consensus | Service::Nothing => {}
         }
     }
     // Only a highest token kept in memory is lost; a restart that finds

@@ -59,7 +59,7 @@ impl Invariant {
                 "no lock entry outlives its owner forever (no expiry, or renewed for a dead owner)"
             }
             Invariant::NoOversell => {
-                "the stock never falls below zero (--resource-op check-then-act, starting at --stock)"
+                "the stock never falls below zero (--resource-op check-then-act or conditional, starting at --stock)"
             }
         }
     }
@@ -90,14 +90,15 @@ impl Invariant {
             Invariant::TokenMonotonic if !m.proto.issues_tokens() => {
                 Some(format!("{} grants no fencing tokens", m.proto.name()))
             }
-            Invariant::NoOversell
-                if m.params.resource_op != crate::params::ResourceOp::CheckThenAct =>
+            Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock
+                if !m.proto.has_lock() =>
             {
-                Some(format!(
-                    "no stock: the resource operation is {} (no_oversell needs check-then-act)",
-                    m.params.resource_op.name()
-                ))
+                Some(format!("{} has no lock", m.proto.name()))
             }
+            Invariant::NoOversell if !m.params.resource_op.has_stock() => Some(format!(
+                "no stock: the resource operation is {} (no_oversell needs check-then-act or conditional)",
+                m.params.resource_op.name()
+            )),
             _ => None,
         }
     }
@@ -108,6 +109,9 @@ impl Invariant {
         match self {
             Invariant::TokenMonotonic => proto.issues_tokens(),
             Invariant::NoOversell => false,
+            Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock => {
+                proto.has_lock()
+            }
             _ => true,
         }
     }

@@ -60,7 +60,7 @@ impl LockModel {
             Service::Instances => {
                 vec![RedisNode::new(Role::Primary); self.params.instances as usize]
             }
-            Service::Consensus => Vec::new(),
+            Service::Consensus | Service::Nothing => Vec::new(),
         };
         let service = match self.proto.service() {
             Service::Consensus => Coord {

@@ -155,20 +155,31 @@ pub enum ResourceOp {
     /// The client reads the stock, decides in the client ("if stock > 0"),
     /// then has the resource apply a decrement: the oversell shape.
     CheckThenAct,
+    /// The resource's own conditional update, `UPDATE ... SET stock =
+    /// stock - 1 WHERE stock > 0`: the business check and the change are
+    /// one atomic step of the resource (article §9.3 "交给资源自己").
+    Conditional,
 }
 
 impl ResourceOp {
-    pub const ALL: [ResourceOp; 3] = [
+    pub const ALL: [ResourceOp; 4] = [
         ResourceOp::Rmw,
         ResourceOp::InPlace,
         ResourceOp::CheckThenAct,
+        ResourceOp::Conditional,
     ];
     pub fn name(self) -> &'static str {
         match self {
             ResourceOp::Rmw => "rmw",
             ResourceOp::InPlace => "in-place",
             ResourceOp::CheckThenAct => "check-then-act",
+            ResourceOp::Conditional => "conditional",
         }
+    }
+
+    /// Whether the resource is a stock (judged by `no_oversell`).
+    pub fn has_stock(self) -> bool {
+        matches!(self, ResourceOp::CheckThenAct | ResourceOp::Conditional)
     }
 }
 
@@ -540,12 +551,12 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "resource-op",
-        help: "what the critical section does to the resource: rmw, in-place or check-then-act",
+        help: "what the critical section does to the resource: rmw, in-place, check-then-act or conditional",
         only: None,
     },
     ParamInfo {
         name: "stock",
-        help: "units in stock at the start (check-then-act)",
+        help: "units in stock at the start (check-then-act, conditional)",
         only: None,
     },
     ParamInfo {
@@ -615,11 +626,11 @@ impl Params {
             0,
             MAX_UNFENCED_WRITERS,
         )?;
-        if self.resource_op == ResourceOp::CheckThenAct {
+        if self.resource_op.has_stock() {
             range("stock", self.stock, 0, MAX_STOCK)?;
         } else if self.stock != DEFAULT_STOCK {
             return Err(ConfigError(format!(
-                "--stock applies to --resource-op check-then-act only (this model's is {})",
+                "--stock applies to --resource-op check-then-act or conditional only (this model's is {})",
                 self.resource_op.name()
             )));
         }

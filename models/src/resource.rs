@@ -71,9 +71,10 @@ pub fn stock_left(m: &LockModel, taken: u8) -> i16 {
 
 /// What a read shows, in words.
 fn shown(m: &LockModel, v: u8) -> String {
-    match m.params.resource_op {
-        ResourceOp::CheckThenAct => format!("stock {}", stock_left(m, v)),
-        _ => v.to_string(),
+    if m.params.resource_op.has_stock() {
+        format!("stock {}", stock_left(m, v))
+    } else {
+        v.to_string()
     }
 }
 
@@ -143,27 +144,46 @@ fn form_text(m: &LockModel, t: u16) -> String {
 }
 
 /// The change a write of client `c` (who read `read`) makes: the new
-/// counter and its description; `None` when a `check-then-act` client
-/// sees no stock and writes nothing.
-fn change(m: &LockModel, w: &World, read: u8) -> Option<(u8, String)> {
+/// counter and its description; `Err` (what happened instead) when a
+/// `check-then-act` client sees no stock, or a `conditional` update finds
+/// none, and nothing is written.
+fn change(m: &LockModel, w: &World, read: u8) -> Result<(u8, String), String> {
     let now = w.resource.value;
     match m.params.resource_op {
         ResourceOp::Rmw => {
             let new = read.saturating_add(1);
-            Some((new, format!("writes {new} (read + 1)")))
+            Ok((new, format!("writes {new} (read + 1)")))
         }
         ResourceOp::InPlace => {
             let new = now.saturating_add(1);
-            Some((new, format!("adds 1 in place: {now} -> {new}")))
+            Ok((new, format!("adds 1 in place: {now} -> {new}")))
         }
         ResourceOp::CheckThenAct => {
             if stock_left(m, read) <= 0 {
-                return None;
+                return Err(format!(
+                    "sees {} in stock and sells nothing",
+                    stock_left(m, read)
+                ));
             }
             let s = stock_left(m, now);
-            Some((
+            Ok((
                 now.saturating_add(1),
                 format!("takes one unit in place: stock {s} -> {}", s - 1),
+            ))
+        }
+        ResourceOp::Conditional => {
+            let s = stock_left(m, now);
+            if s <= 0 {
+                return Err(format!(
+                    "UPDATE ... SET stock = stock - 1 WHERE stock > 0 matches no row (stock {s}): nothing sold"
+                ));
+            }
+            Ok((
+                now.saturating_add(1),
+                format!(
+                    "UPDATE ... SET stock = stock - 1 WHERE stock > 0: stock {s} -> {}",
+                    s - 1
+                ),
             ))
         }
     }
@@ -190,7 +210,7 @@ pub fn write(x: &mut Ctx, c: u8) {
     // The commit of a read-committed transaction whose check passed: the
     // UPDATE sets the token column to this token, whatever it holds now.
     if two_steps && phase == Phase::Write {
-        if let Some((new, what)) = change(x.m, x.w, read) {
+        if let Ok((new, what)) = change(x.m, x.w, read) {
             x.w.resource.max_token = token;
             apply(x.w, new);
             ev!(
@@ -205,17 +225,19 @@ pub fn write(x: &mut Ctx, c: u8) {
         x.leave(c);
         return;
     }
-    let Some((new, what)) = change(x.m, x.w, read) else {
-        ev!(
-            x.log,
-            EventKind::Note,
-            x.w.client_name(c),
-            Some("resource".to_string()),
-            "sees {} in stock and sells nothing",
-            stock_left(x.m, read)
-        );
-        x.leave(c);
-        return;
+    let (new, what) = match change(x.m, x.w, read) {
+        Ok(ch) => ch,
+        Err(why) => {
+            ev!(
+                x.log,
+                EventKind::Note,
+                x.w.client_name(c),
+                Some("resource".to_string()),
+                "{why}"
+            );
+            x.leave(c);
+            return;
+        }
     };
     if fenced && !admits(x.m, x.w.resource.max_token, token) {
         ev!(
@@ -306,7 +328,7 @@ pub fn writer_step(m: &LockModel, w: &mut World, i: u8, log: &mut Log) {
         Writer::Read(read) => {
             w.resource.writers[i as usize] = Writer::Done;
             match change(m, w, read) {
-                Some((new, what)) => {
+                Ok((new, what)) => {
                     apply(w, new);
                     ev!(
                         log,
@@ -316,13 +338,12 @@ pub fn writer_step(m: &LockModel, w: &mut World, i: u8, log: &mut Log) {
                         "{what} with no token (bypasses the fence)"
                     );
                 }
-                None => ev!(
+                Err(why) => ev!(
                     log,
                     EventKind::Note,
                     who,
                     Some("resource".to_string()),
-                    "sees {} in stock and sells nothing",
-                    stock_left(m, read)
+                    "{why}"
                 ),
             }
         }

@@ -271,7 +271,7 @@ fn fault_free_runs_of_every_resource_form_hold_every_invariant() {
                     assert!(r.exhaustive());
                     // Every client's critical section took effect, except
                     // where a stock of one lets only one sale through.
-                    let want = if op == ResourceOp::CheckThenAct { 1 } else { 2 };
+                    let want = if op.has_stock() { 1 } else { 2 };
                     assert!(r.max_accepted_writes >= want, "{:?}", m.params);
                 }
             }
@@ -355,5 +355,57 @@ fn symmetry_reduction_keeps_resource_verdicts_and_lengths() {
             m.params
         );
         assert!(a.exhaustive() == b.exhaustive());
+    }
+}
+
+fn no_lock(faults: &[locklab_models::FaultKind], op: ResourceOp) -> LockModel {
+    model_with("no-lock", faults, |p| {
+        p.resource_op = op;
+        p.max_faults = Some(2);
+    })
+}
+
+#[test]
+fn without_a_lock_only_the_resources_own_conditional_update_keeps_the_stock() {
+    let faults = &[Pause, Slow, Crash];
+    // §9.3: "一条带WHERE条件的UPDATE就能解决": no lock, and nothing oversold.
+    let m = no_lock(faults, ResourceOp::Conditional);
+    holds_with_writes(&m, NoOversell, 1);
+    holds_with_writes(&m, NoLostUpdate, 1);
+    // Two units for three clients: both sold, never a third.
+    let m = model_with("no-lock", faults, |p| {
+        p.resource_op = ResourceOp::Conditional;
+        p.stock = 2;
+        p.clients = 3;
+        p.max_faults = Some(2);
+    });
+    holds_with_writes(&m, NoOversell, 2);
+    // The same clients deciding "if stock > 0" themselves oversell with no
+    // fault at all, and a read-modify-write loses an update.
+    assert_eq!(
+        violated(&no_lock(&[], ResourceOp::CheckThenAct), NoOversell),
+        5
+    );
+    assert_eq!(violated(&no_lock(&[], ResourceOp::Rmw), NoLostUpdate), 5);
+    // An in-place update needs no lock to count every write.
+    holds_with_writes(&no_lock(faults, ResourceOp::InPlace), NoLostUpdate, 2);
+    // The lock's own invariants say nothing without a lock.
+    let m = no_lock(&[], ResourceOp::Conditional);
+    for inv in [MutualExclusion, Ownership, NoOrphanLock, TokenMonotonic] {
+        assert!(!inv.applies(&m), "{}", inv.name());
+    }
+}
+
+#[test]
+fn fault_free_runs_without_a_lock_hold_every_invariant_with_the_resources_own_update() {
+    for op in [ResourceOp::InPlace, ResourceOp::Conditional] {
+        let m = no_lock(&[], op);
+        let all: Vec<Invariant> = Invariant::ALL
+            .into_iter()
+            .filter(|i| i.applies(&m))
+            .collect();
+        let r = check(&m, &all);
+        assert!(r.violations.is_empty(), "{op:?}: {:?}", r.violations.keys());
+        assert!(r.exhaustive());
     }
 }

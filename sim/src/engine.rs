@@ -60,7 +60,7 @@ impl Plan {
         let failover_targets = match proto.service() {
             Service::Replicated => vec![0],
             Service::Instances => (0..m.params.instances).collect(),
-            Service::Single | Service::Consensus => vec![],
+            Service::Single | Service::Consensus | Service::Nothing => vec![],
         };
         Ok(Plan {
             cfg: cfg.clone(),
