@@ -470,6 +470,35 @@ const CLAIMS: &[Claim] = &[
         cap: None,
     },
     Claim {
+        id: "idempotent-duplicate",
+        section: "§7.5",
+        quote: "幂等设计：让\u{201c}同一操作执行两次\u{201d}与\u{201c}执行一次\u{201d}结果相同……能吃掉最常见的重复执行事故",
+        gloss: "a unique key on the operation id absorbs a write delivered twice (no lock at all)",
+        says: Says::Safe,
+        protocol: "no-lock",
+        faults: &[Pause, Slow, Crash, Duplicate],
+        invariant: NoDuplicateEffect,
+        knobs: |p| {
+            p.idempotent = true;
+            p.resource_op = ResourceOp::InPlace;
+        },
+        flags: "--idempotent --resource-op in-place",
+        cap: None,
+    },
+    Claim {
+        id: "idempotent-interleaving",
+        section: "§7.5",
+        quote: "幂等不能防止两个不同操作交错",
+        gloss: "idempotent writes do not stop two different operations interleaving: a read-modify-write still loses an update",
+        says: Says::Breaks,
+        protocol: "no-lock",
+        faults: &[Duplicate],
+        invariant: NoLostUpdate,
+        knobs: |p| p.idempotent = true,
+        flags: "--idempotent --resource-op rmw",
+        cap: None,
+    },
+    Claim {
         id: "zookeeper-pause",
         section: "§8.3",
         quote: "会话与租约同样会过期……临时节点照样删除、租约照样到期、锁照样易主",

@@ -184,7 +184,7 @@ pub fn report(m: &LockModel, opts: &SearchOptions, analyse: bool) -> Result<Chec
     for inv in Invariant::ALL {
         if let Some(why) = inv.not_applicable(m) {
             // Only the token source's n/a is worth a line in every report.
-            if inv == Invariant::NoOversell {
+            if matches!(inv, Invariant::NoOversell | Invariant::NoDuplicateEffect) {
                 continue;
             }
             verdicts.push(Verdict {

@@ -172,6 +172,11 @@ pub struct ModelArgs {
     /// §7.4 3) [default: 0]
     #[arg(long, value_name = "N", help_heading = "Resource")]
     pub unfenced_writers: Option<u8>,
+    /// Idempotent writes (§7.5 "幂等设计"): the resource keeps a unique key on
+    /// each write's operation id and absorbs a write it has already applied;
+    /// switches on the `duplicate` fault unless --faults says otherwise
+    #[arg(long, help_heading = "Resource")]
+    pub idempotent: bool,
     /// etcd 3.4: after waiting, return the lock without re-checking the own key
     #[arg(long, help_heading = "Protocol knobs")]
     pub no_recheck: bool,
@@ -206,6 +211,7 @@ impl ModelArgs {
         add(self.fence_reads, "fence-reads");
         add(self.token_store.is_some(), "token-store");
         add(self.unfenced_writers.is_some(), "unfenced-writers");
+        add(self.idempotent, "idempotent");
         v
     }
 
@@ -341,6 +347,7 @@ impl ModelArgs {
         if let Some(n) = self.unfenced_writers {
             p.unfenced_writers = n;
         }
+        p.idempotent |= self.idempotent;
         if let Some(r) = self.token_rule {
             p.token_rule = match r {
                 RuleOpt::Ge => TokenRule::Ge,
@@ -381,6 +388,9 @@ impl ModelArgs {
                     if p.token_store == TokenStore::Memory {
                         v.push(FaultKind::ResourceRestart);
                     }
+                    if p.idempotent {
+                        v.push(FaultKind::Duplicate);
+                    }
                     v
                 }
                 "none" | "" => Vec::new(),
@@ -400,10 +410,16 @@ impl ModelArgs {
             for k in kinds {
                 p.faults.set(k, 1);
             }
-        } else if p.token_store == TokenStore::Memory {
+        } else {
             // A token kept in memory is what a resource restart can lose:
-            // that fault is then one the resource can suffer.
-            p.faults.set(FaultKind::ResourceRestart, 1);
+            // that fault is then one the resource can suffer. Idempotency is
+            // there for duplicate deliveries: they are then switched on.
+            if p.token_store == TokenStore::Memory {
+                p.faults.set(FaultKind::ResourceRestart, 1);
+            }
+            if p.idempotent {
+                p.faults.set(FaultKind::Duplicate, 1);
+            }
         }
         for item in &self.budget {
             let (k, n) = item.split_once('=').ok_or_else(|| {

@@ -339,6 +339,8 @@ fn list_names_everything() {
         "mutual_exclusion",
         "no_orphan_lock",
         "no_oversell",
+        "no_duplicate_effect",
+        "duplicate",
         "[business]",
         "resource-restart",
         "txn-read-committed",

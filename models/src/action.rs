@@ -42,6 +42,8 @@ pub enum Action {
     Writer { writer: u8 },
     /// Fault: the resource restarts (a highest token kept in memory is lost).
     ResourceRestart,
+    /// Fault: a client's write that landed is delivered again.
+    Duplicate { client: u8 },
 }
 
 impl Action {

@@ -27,10 +27,11 @@ pub enum FaultKind {
     Restart,
     Failover,
     ResourceRestart,
+    Duplicate,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::Pause,
         FaultKind::Slow,
         FaultKind::Loss,
@@ -40,6 +41,7 @@ impl FaultKind {
         FaultKind::Restart,
         FaultKind::Failover,
         FaultKind::ResourceRestart,
+        FaultKind::Duplicate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -53,6 +55,7 @@ impl FaultKind {
             FaultKind::Restart => "restart",
             FaultKind::Failover => "failover",
             FaultKind::ResourceRestart => "resource-restart",
+            FaultKind::Duplicate => "duplicate",
         }
     }
 
@@ -90,6 +93,9 @@ impl FaultKind {
             FaultKind::ResourceRestart => {
                 "the resource restarts: its data survives, a highest token kept in memory (--token-store memory) is forgotten"
             }
+            FaultKind::Duplicate => {
+                "a client's write that landed is delivered again (a retry after a lost acknowledgement, an at-least-once redelivery)"
+            }
         }
     }
 
@@ -117,11 +123,11 @@ pub const UNLIMITED: u8 = u8::MAX;
 /// Remaining budget per fault kind. Part of the state: a fault used is a
 /// fault that cannot happen again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Budgets(pub [u8; 9]);
+pub struct Budgets(pub [u8; 10]);
 
 impl Budgets {
     pub fn none() -> Budgets {
-        Budgets([0; 9])
+        Budgets([0; 10])
     }
     pub fn get(&self, k: FaultKind) -> u8 {
         self.0[k.index()]
@@ -163,6 +169,7 @@ pub fn kind_of(a: &Action) -> Option<FaultKind> {
         Action::Restart { .. } => Some(FaultKind::Restart),
         Action::Failover { .. } => Some(FaultKind::Failover),
         Action::ResourceRestart => Some(FaultKind::ResourceRestart),
+        Action::Duplicate { .. } => Some(FaultKind::Duplicate),
         _ => None,
     }
 }
@@ -277,6 +284,15 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
     {
         out.push(Action::ResourceRestart);
     }
+    // A write that landed can be delivered again until its client is done
+    // with the acquisition (then nothing is left to retry it).
+    if left(FaultKind::Duplicate) {
+        for (i, c) in w.clients.iter().enumerate() {
+            if c.wrote {
+                out.push(Action::Duplicate { client: i as u8 });
+            }
+        }
+    }
 }
 
 /// Pausing a client that is done, or idle with nothing running and nothing
@@ -386,6 +402,7 @@ pub fn apply(m: &LockModel, w: &mut World, a: &Action, log: &mut Log) -> bool {
         Action::Restart { server } => crate::redis::restart(m, w, server, log),
         Action::Failover { server } => crate::redis::failover(m, w, server, log),
         Action::ResourceRestart => crate::resource::restart(m, w, log),
+        Action::Duplicate { client } => crate::resource::duplicate(m, w, client, log),
         _ => return false,
     }
     true

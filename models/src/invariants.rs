@@ -15,16 +15,18 @@ pub enum Invariant {
     TokenMonotonic,
     NoOrphanLock,
     NoOversell,
+    NoDuplicateEffect,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 6] = [
+    pub const ALL: [Invariant; 7] = [
         Invariant::MutualExclusion,
         Invariant::Ownership,
         Invariant::NoLostUpdate,
         Invariant::TokenMonotonic,
         Invariant::NoOrphanLock,
         Invariant::NoOversell,
+        Invariant::NoDuplicateEffect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -35,6 +37,7 @@ impl Invariant {
             Invariant::TokenMonotonic => "token_monotonic",
             Invariant::NoOrphanLock => "no_orphan_lock",
             Invariant::NoOversell => "no_oversell",
+            Invariant::NoDuplicateEffect => "no_duplicate_effect",
         }
     }
 
@@ -61,6 +64,9 @@ impl Invariant {
             Invariant::NoOversell => {
                 "the stock never falls below zero (--resource-op check-then-act or conditional, starting at --stock)"
             }
+            Invariant::NoDuplicateEffect => {
+                "one operation id takes effect once, however often its write is delivered (with the duplicate fault)"
+            }
         }
     }
 
@@ -74,7 +80,7 @@ impl Invariant {
             Invariant::Ownership | Invariant::NoOrphanLock => "lock-service",
             Invariant::NoLostUpdate => "resource",
             Invariant::TokenMonotonic => "token",
-            Invariant::NoOversell => "business",
+            Invariant::NoOversell | Invariant::NoDuplicateEffect => "business",
         }
     }
 
@@ -99,6 +105,11 @@ impl Invariant {
                 "no stock: the resource operation is {} (no_oversell needs check-then-act or conditional)",
                 m.params.resource_op.name()
             )),
+            Invariant::NoDuplicateEffect
+                if m.params.faults.get(crate::faults::FaultKind::Duplicate) == 0 =>
+            {
+                Some("no write is ever delivered twice (switch on the duplicate fault)".to_string())
+            }
             _ => None,
         }
     }
@@ -108,7 +119,7 @@ impl Invariant {
     pub fn applies_to(self, proto: &dyn Protocol) -> bool {
         match self {
             Invariant::TokenMonotonic => proto.issues_tokens(),
-            Invariant::NoOversell => false,
+            Invariant::NoOversell | Invariant::NoDuplicateEffect => false,
             Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock => {
                 proto.has_lock()
             }
@@ -124,6 +135,7 @@ impl Invariant {
             Invariant::TokenMonotonic => w.ghost.token_regressed.is_none(),
             Invariant::NoOrphanLock => orphan(m, w).is_none(),
             Invariant::NoOversell => crate::resource::stock_left(m, w.resource.value) >= 0,
+            Invariant::NoDuplicateEffect => !w.ghost.duplicated,
         }
     }
 
@@ -173,6 +185,10 @@ impl Invariant {
                 None => String::new(),
             },
             Invariant::NoOrphanLock => orphan(m, w).unwrap_or_default(),
+            Invariant::NoDuplicateEffect => {
+                "a write delivered twice took effect twice: one operation was applied twice"
+                    .to_string()
+            }
             Invariant::NoOversell => format!(
                 "{} units were sold from a stock of {}: the stock is {}",
                 w.resource.value,

@@ -310,6 +310,9 @@ fn prop_orphan(m: &LockModel, w: &World) -> bool {
 fn prop_oversell(m: &LockModel, w: &World) -> bool {
     Invariant::NoOversell.holds(m, w)
 }
+fn prop_duplicate(m: &LockModel, w: &World) -> bool {
+    Invariant::NoDuplicateEffect.holds(m, w)
+}
 
 impl stateright::Model for LockModel {
     type State = World;
@@ -344,6 +347,7 @@ impl stateright::Model for LockModel {
                     Invariant::TokenMonotonic => prop_token,
                     Invariant::NoOrphanLock => prop_orphan,
                     Invariant::NoOversell => prop_oversell,
+                    Invariant::NoDuplicateEffect => prop_duplicate,
                 };
                 stateright::Property::always(i.name(), f)
             })

@@ -341,6 +341,11 @@ pub struct Params {
     /// Writers that bypass the lock and the fence (`--unfenced-writers`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub unfenced_writers: u8,
+    /// Idempotent writes (`--idempotent`, §7.5 幂等设计): the resource keeps a
+    /// unique key on each write's operation id and absorbs a write whose
+    /// operation it has already applied.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub idempotent: bool,
 }
 
 impl Params {
@@ -388,6 +393,7 @@ impl Params {
             fence_reads: false,
             token_store: TokenStore::Durable,
             unfenced_writers: 0,
+            idempotent: false,
         }
     }
 
@@ -575,6 +581,11 @@ pub const PARAMS: &[ParamInfo] = &[
         only: None,
     },
     ParamInfo {
+        name: "idempotent",
+        help: "the resource absorbs a write whose operation id it has already applied",
+        only: None,
+    },
+    ParamInfo {
         name: "network",
         help: "fifo: one ordered TCP connection per client, server and channel, a new one after a timeout; unordered: any message may overtake any other",
         only: None,
@@ -721,6 +732,10 @@ impl Params {
         self.validate_resource(protocol)?;
         for k in FaultKind::ALL {
             let b = self.faults.get(k);
+            if k == FaultKind::Duplicate {
+                // Any client's write can be delivered twice.
+                continue;
+            }
             if k == FaultKind::ResourceRestart {
                 if b > 0 && self.token_store != TokenStore::Memory {
                     return Err(ConfigError(

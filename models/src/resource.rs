@@ -189,6 +189,14 @@ fn change(m: &LockModel, w: &World, read: u8) -> Result<(u8, String), String> {
     }
 }
 
+/// Records that client `c`'s write landed, when a `duplicate` fault can
+/// deliver it again (otherwise the fact would only split states).
+fn mark_written(x: &mut Ctx, c: u8) {
+    if x.m.params.faults.get(crate::faults::FaultKind::Duplicate) > 0 {
+        x.w.clients[c as usize].wrote = true;
+    }
+}
+
 /// Applies an accepted write.
 fn apply(w: &mut World, new: u8) {
     let r = &mut w.resource;
@@ -213,6 +221,7 @@ pub fn write(x: &mut Ctx, c: u8) {
         if let Ok((new, what)) = change(x.m, x.w, read) {
             x.w.resource.max_token = token;
             apply(x.w, new);
+            mark_written(x, c);
             ev!(
                 x.log,
                 EventKind::Write,
@@ -276,6 +285,7 @@ pub fn write(x: &mut Ctx, c: u8) {
         raise(x.w, token);
     }
     apply(x.w, new);
+    mark_written(x, c);
     ev!(
         x.log,
         EventKind::Write,
@@ -347,6 +357,72 @@ pub fn writer_step(m: &LockModel, w: &mut World, i: u8, log: &mut Log) {
                 ),
             }
         }
+    }
+}
+
+/// Client `c`'s write, which landed, is delivered again (a retry after a
+/// lost acknowledgement, an at-least-once redelivery): the same operation,
+/// with the same token and computed from the same read. An idempotent
+/// resource finds its operation id already applied and absorbs it;
+/// otherwise it passes the same token check as any write and takes effect
+/// a second time.
+pub fn duplicate(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
+    let who = w.client_name(c);
+    let cl = &w.clients[c as usize];
+    let (token, read, round) = (cl.token, cl.read.unwrap_or(0), cl.round);
+    let op = format!("{}#{}", who, round + 1);
+    ev!(
+        log,
+        EventKind::Fault,
+        who.clone(),
+        Some("resource".to_string()),
+        "its write (operation {op}) is DELIVERED AGAIN (a retry after a lost acknowledgement)"
+    );
+    if m.params.idempotent {
+        ev!(
+            log,
+            EventKind::Reject,
+            "resource".to_string(),
+            Some(who),
+            "absorbs the duplicate: operation {op} is already applied (unique key on the operation id)"
+        );
+        return;
+    }
+    let fenced = token.is_some() && m.params.resource_check.checks();
+    if fenced && !admits(m, w.resource.max_token, token) {
+        ev!(
+            log,
+            EventKind::Reject,
+            "resource".to_string(),
+            Some(who),
+            "rejects the duplicate of operation {op}: token {} is stale (highest seen {})",
+            token.unwrap_or(0),
+            w.resource.max_token.unwrap_or(0)
+        );
+        return;
+    }
+    match change(m, w, read) {
+        Ok((new, what)) => {
+            if fenced {
+                raise(w, token);
+            }
+            apply(w, new);
+            w.ghost.duplicated = true;
+            ev!(
+                log,
+                EventKind::Write,
+                who,
+                Some("resource".to_string()),
+                "{what} again: operation {op} takes effect a second time"
+            );
+        }
+        Err(why) => ev!(
+            log,
+            EventKind::Note,
+            who,
+            Some("resource".to_string()),
+            "{why}"
+        ),
     }
 }
 

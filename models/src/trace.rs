@@ -70,6 +70,7 @@ pub fn action_text(a: &Action) -> String {
         Action::Failover { server } => format!("FAULT failover redis{}", server + 1),
         Action::Writer { writer } => format!("w{} steps", writer + 1),
         Action::ResourceRestart => "FAULT resource restart".to_string(),
+        Action::Duplicate { client } => format!("FAULT duplicate write of c{}", client + 1),
     }
 }
 

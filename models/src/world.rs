@@ -396,6 +396,9 @@ pub struct Client {
     pub read: Option<u8>,
     /// Fencing token of the current hold.
     pub token: Option<u16>,
+    /// This acquisition's write landed (a `duplicate` fault can deliver it again).
+    #[serde(default)]
+    pub wrote: bool,
     pub wd: Option<Watchdog>,
     /// Redlock: per-instance votes of the current attempt.
     pub votes: Vec<Vote>,
@@ -415,6 +418,7 @@ impl Client {
             round: 0,
             read: None,
             token: None,
+            wrote: false,
             wd: None,
             votes: Vec::new(),
             elapsed: 0,
@@ -491,6 +495,9 @@ pub struct Ghost {
     pub last_token: Option<u16>,
     /// A token was granted that was not above every earlier one: (token, previous highest).
     pub token_regressed: Option<(u16, u16)>,
+    /// An operation's write took effect a second time (`no_duplicate_effect`).
+    #[serde(default)]
+    pub duplicated: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

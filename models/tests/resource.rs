@@ -409,3 +409,46 @@ fn fault_free_runs_without_a_lock_hold_every_invariant_with_the_resources_own_up
         assert!(r.exhaustive());
     }
 }
+
+#[test]
+fn idempotent_writes_absorb_duplicates_but_not_interleavings() {
+    // §7.5: "幂等不能防止两个不同操作交错，但能吃掉最常见的重复执行事故".
+    for proto in ["fencing", "no-lock"] {
+        let faults: &[locklab_models::FaultKind] = if proto == "fencing" {
+            &[Pause, Duplicate]
+        } else {
+            &[Pause, Slow, Crash, Duplicate]
+        };
+        let with = |op, idempotent| {
+            model_with(proto, faults, |p| {
+                p.resource_op = op;
+                p.idempotent = idempotent;
+                p.max_faults = Some(2);
+            })
+        };
+        // Without idempotency a delivered-again write takes effect twice.
+        let m = with(ResourceOp::InPlace, false);
+        let path = check_path(&m, NoDuplicateEffect);
+        assert!(
+            path.iter().any(|a| matches!(a, Action::Duplicate { .. })),
+            "{proto}"
+        );
+        // With it the duplicate is absorbed ...
+        let m = with(ResourceOp::InPlace, true);
+        holds_with_writes(&m, NoDuplicateEffect, 2);
+        holds_with_writes(&m, NoLostUpdate, 2);
+        // ... but two different operations still interleave under rmw.
+        let m = with(ResourceOp::Rmw, true);
+        holds_with_writes(&m, NoDuplicateEffect, 1);
+        violated(&m, NoLostUpdate);
+    }
+    // Only a write that can be delivered twice makes the invariant speak.
+    let m = fencing(
+        &[Pause],
+        ResourceOp::InPlace,
+        ResourceCheck::Write,
+        false,
+        |_| {},
+    );
+    assert!(!NoDuplicateEffect.applies(&m));
+}

@@ -579,7 +579,7 @@ impl Driver<'_> {
                 "the driver stops running {}'s business thread",
                 client(c)
             )),
-            Action::Writer { .. } | Action::ResourceRestart => did.push(
+            Action::Writer { .. } | Action::ResourceRestart | Action::Duplicate { .. } => did.push(
                 "nothing to do on Redis: the resource and its unfenced writers are the driver's (the model's)"
                     .into(),
             ),
@@ -998,6 +998,13 @@ impl Driver<'_> {
                     ));
                 }
                 all
+            }
+            Invariant::NoDuplicateEffect => {
+                lines.push(
+                    "the resource is the driver's (the model's): a write delivered twice took effect twice"
+                        .into(),
+                );
+                false
             }
             Invariant::NoOversell => {
                 lines.push(format!(

@@ -43,7 +43,7 @@ pub struct Plan {
     repl_lag: LogNormal,
     replicated: bool,
     pause: LogNormal,
-    on: [bool; 9],
+    on: [bool; FaultKind::ALL.len()],
     /// Redis servers a failover can strike.
     failover_targets: Vec<u8>,
 }
@@ -53,7 +53,7 @@ impl Plan {
         cfg.validate()?;
         let m = cfg.model()?;
         let proto = m.proto;
-        let mut on = [false; 9];
+        let mut on = [false; FaultKind::ALL.len()];
         for (i, k) in FaultKind::ALL.into_iter().enumerate() {
             on[i] = m.params.faults.get(k) > 0;
         }
