@@ -563,6 +563,32 @@ const CLAIMS: &[Claim] = &[
         flags: "--resource-op check-then-act",
         cap: None,
     },
+    Claim {
+        id: "queue-zombie",
+        section: "§9.3",
+        quote: "由单一消费者串行处理（单写者原则），互斥由架构保证而不是由锁保证，没有过期、没有误删、没有陈旧客户端",
+        gloss: "a single-writer queue has no stale clients: but a consumer paused past its session is rebalanced away and writes as a zombie",
+        says: Says::Safe,
+        protocol: "queue",
+        faults: &[Pause],
+        invariant: NoLostUpdate,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "queue-epoch-fence",
+        section: "§9.3",
+        quote: "",
+        gloss: "the same queue with an epoch fence at the sink (the generation checked on reads and writes): the zombie is turned away",
+        says: Says::Silent,
+        protocol: "queue",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoLostUpdate,
+        knobs: |p| p.resource_check = ResourceCheck::ReadWrite,
+        flags: "--resource-check read-write",
+        cap: Some(2),
+    },
 ];
 
 fn model(c: &Claim) -> Result<LockModel, Failure> {

@@ -443,6 +443,7 @@ const RENEWING: &[&str] = &[
     "fencing",
     "zookeeper",
     "etcd",
+    "queue",
 ];
 const ETCD: &[&str] = &["etcd"];
 const REDLOCK: &[&str] = &["redlock"];
@@ -456,7 +457,7 @@ const RESTARTABLE: &[&str] = &[
     "redlock",
     "fencing-redis",
 ];
-const FENCED: &[&str] = &["fencing", "fencing-redis", "zookeeper", "etcd"];
+const FENCED: &[&str] = &["fencing", "fencing-redis", "zookeeper", "etcd", "queue"];
 
 /// Every user-settable parameter.
 pub const PARAMS: &[ParamInfo] = &[

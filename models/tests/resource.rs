@@ -452,3 +452,44 @@ fn idempotent_writes_absorb_duplicates_but_not_interleavings() {
     );
     assert!(!NoDuplicateEffect.applies(&m));
 }
+
+#[test]
+fn a_paused_consumer_writes_as_a_zombie_after_a_rebalance_and_an_epoch_fence_stops_it() {
+    // §9.3 "能不能队列化": one consumer per partition. No fence at the sink:
+    let m = model_with("queue", &[Pause], |p| p.max_faults = Some(2));
+    let t = trace_of(&m, NoLostUpdate);
+    let last = t.steps.last().unwrap();
+    let zombie = last
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Write)
+        .expect("the zombie's write ends the trace")
+        .at
+        .clone();
+    let step_of = |pred: &dyn Fn(&locklab_traces::Event) -> bool| {
+        t.steps.iter().position(|s| s.events.iter().any(pred))
+    };
+    let paused =
+        step_of(&|e| e.kind == EventKind::Fault && e.at == zombie && e.text.starts_with("PAUSED"))
+            .expect("the zombie was paused");
+    let handed = step_of(&|e| e.kind == EventKind::Acquire && e.at != zombie)
+        .expect("the partition went to another consumer");
+    assert!(
+        paused < handed,
+        "paused at {paused}, rebalanced at {handed}"
+    );
+    // An epoch fence at the sink stops it, under every fault the group can
+    // suffer, two at a time.
+    let fenced = model_with("queue", CONSENSUS, |p| {
+        p.resource_check = ResourceCheck::ReadWrite;
+        p.max_faults = Some(2);
+    });
+    holds_with_writes(&fenced, NoLostUpdate, 2);
+    // Fault-free, the queue is correct with or without the fence.
+    let m = model_with("queue", &[], |_| {});
+    let all: Vec<Invariant> = Invariant::ALL
+        .into_iter()
+        .filter(|i| i.applies(&m))
+        .collect();
+    assert!(check(&m, &all).violations.is_empty());
+}

@@ -17,6 +17,7 @@ mod get_del;
 mod lua_release;
 mod naive_del;
 mod no_lock;
+mod queue;
 pub mod redis_client;
 mod redlock;
 mod replicated;
@@ -31,6 +32,7 @@ pub use get_del::GetDel;
 pub use lua_release::LuaRelease;
 pub use naive_del::NaiveDel;
 pub use no_lock::NoLock;
+pub use queue::Queue;
 pub use redlock::Redlock;
 pub use replicated::Replicated;
 pub use setnx_expire::SetnxExpire;
@@ -202,6 +204,7 @@ pub static ALL: &[&dyn Protocol] = &[
     &FencingRedis,
     &Zookeeper,
     &Etcd,
+    &Queue,
     &NoLock,
 ];
 
