@@ -164,12 +164,14 @@ impl Canon {
             foreign,
             last_token,
             token_regressed,
+            duplicated,
         } = ghost;
         foreign
             .map(|(a, o, t)| (p[a as usize], p[o as usize], t))
             .hash(&mut h);
         last_token.hash(&mut h);
         token_regressed.hash(&mut h);
+        duplicated.hash(&mut h);
         rename_coord(coord, p, &order).hash(&mut h);
         h.finish()
     }
@@ -184,12 +186,13 @@ fn hash_client(h: &mut Fingerprinter, c: &Client, p: &[u8], with_votes: bool) {
         round,
         read,
         token,
+        wrote,
         wd,
         votes,
         elapsed,
         validity,
     } = c;
-    (alive, paused, phase, timer, round, read, token).hash(h);
+    (alive, paused, phase, timer, round, read, token, wrote).hash(h);
     wd.map(|d| Watchdog {
         val: map_val(d.val, p),
         ..d

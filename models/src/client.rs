@@ -201,6 +201,7 @@ impl Ctx<'_> {
         cl.round += 1;
         cl.read = None;
         cl.token = None;
+        cl.wrote = false;
         if cl.round >= rounds {
             cl.phase = Phase::Done;
             cl.timer = None;
@@ -484,6 +485,7 @@ pub fn crash(m: &LockModel, w: &mut World, c: u8, log: &mut Log) {
         cl.timer = None;
         cl.read = None;
         cl.token = None;
+        cl.wrote = false;
         cl.votes.clear();
         cl.elapsed = 0;
         cl.validity = 0;

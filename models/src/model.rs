@@ -37,15 +37,16 @@ impl LockModel {
     /// Builds a model after validating its parameters.
     pub fn new(proto: &'static dyn Protocol, params: Params) -> Result<LockModel, ConfigError> {
         params.validate(proto)?;
-        let properties = Invariant::ALL
-            .into_iter()
-            .filter(|i| i.applies(proto))
-            .collect();
-        Ok(LockModel {
+        let mut m = LockModel {
             proto,
             params,
-            properties,
-        })
+            properties: Vec::new(),
+        };
+        m.properties = Invariant::ALL
+            .into_iter()
+            .filter(|i| i.applies(&m))
+            .collect();
+        Ok(m)
     }
 
     /// The world before anything happens: every client about to start, the
@@ -59,7 +60,7 @@ impl LockModel {
             Service::Instances => {
                 vec![RedisNode::new(Role::Primary); self.params.instances as usize]
             }
-            Service::Consensus => Vec::new(),
+            Service::Consensus | Service::Nothing => Vec::new(),
         };
         let service = match self.proto.service() {
             Service::Consensus => Coord {
@@ -72,7 +73,13 @@ impl LockModel {
             clients: vec![Client::new(); self.params.clients as usize],
             redis,
             net: Vec::new(),
-            resource: Resource::default(),
+            resource: {
+                let mut r = Resource::default();
+                for i in 0..self.params.unfenced_writers as usize {
+                    r.writers[i] = crate::world::Writer::Ready;
+                }
+                r
+            },
             faults_left: self.params.faults,
             ghost: Default::default(),
             coord: service,
@@ -144,6 +151,9 @@ impl LockModel {
             if c.step_due() && c.phase == Phase::Idle {
                 out.push(Action::Step { client: i as u8 });
             }
+        }
+        for writer in crate::resource::writers_ready(w) {
+            out.push(Action::Writer { writer });
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
@@ -220,6 +230,7 @@ impl LockModel {
                 }
             }
             Action::Replicate { server } => redis::replicate(w, server, log),
+            Action::Writer { writer } => crate::resource::writer_step(self, w, writer, log),
             _ => {
                 faults::apply(self, w, a, log);
             }
@@ -247,6 +258,7 @@ impl LockModel {
                     .unwrap_or(server as usize);
                 w.server_name(r as u8)
             }
+            Action::Writer { writer } => crate::resource::writer_name(writer),
             Action::Resume { .. } | Action::Finish { .. } => "env".into(),
             _ => "env".into(),
         }
@@ -295,6 +307,12 @@ fn prop_token(m: &LockModel, w: &World) -> bool {
 fn prop_orphan(m: &LockModel, w: &World) -> bool {
     Invariant::NoOrphanLock.holds(m, w)
 }
+fn prop_oversell(m: &LockModel, w: &World) -> bool {
+    Invariant::NoOversell.holds(m, w)
+}
+fn prop_duplicate(m: &LockModel, w: &World) -> bool {
+    Invariant::NoDuplicateEffect.holds(m, w)
+}
 
 impl stateright::Model for LockModel {
     type State = World;
@@ -328,6 +346,8 @@ impl stateright::Model for LockModel {
                     Invariant::NoLostUpdate => prop_lost,
                     Invariant::TokenMonotonic => prop_token,
                     Invariant::NoOrphanLock => prop_orphan,
+                    Invariant::NoOversell => prop_oversell,
+                    Invariant::NoDuplicateEffect => prop_duplicate,
                 };
                 stateright::Property::always(i.name(), f)
             })

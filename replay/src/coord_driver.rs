@@ -1369,11 +1369,18 @@ impl Driver<'_> {
                 }
                 n >= 2 && all
             }
-            Invariant::NoLostUpdate => {
-                lines.push(format!(
-                    "the resource is the driver's (the model's): it accepted {} writes and holds {}",
-                    w.resource.accepted, w.resource.value
-                ));
+            Invariant::NoLostUpdate | Invariant::NoOversell => {
+                lines.push(if inv == Invariant::NoOversell {
+                    format!(
+                        "the resource is the driver's (the model's): {} units taken from a stock of {}",
+                        w.resource.value, self.m.params.stock
+                    )
+                } else {
+                    format!(
+                        "the resource is the driver's (the model's): it accepted {} writes and holds {}",
+                        w.resource.accepted, w.resource.value
+                    )
+                });
                 let mut all = !self.ev.writes.is_empty();
                 for (step, c, ok) in &self.ev.writes {
                     all &= ok;
@@ -1416,6 +1423,13 @@ impl Driver<'_> {
                         false
                     }
                 }
+            }
+            Invariant::NoDuplicateEffect => {
+                lines.push(
+                    "the resource is the driver's (the model's): a write delivered twice took effect twice"
+                        .into(),
+                );
+                false
             }
             Invariant::Ownership | Invariant::NoOrphanLock => {
                 lines.push(format!(

@@ -654,6 +654,10 @@ impl Driver<'_> {
                 "the driver stops running {}'s business thread",
                 client(c)
             )),
+            Action::Writer { .. } | Action::ResourceRestart | Action::Duplicate { .. } => did.push(
+                "nothing to do on Redis: the resource and its unfenced writers are the driver's (the model's)"
+                    .into(),
+            ),
             Action::Step { .. }
             | Action::Watchdog { .. }
             | Action::Slow { .. }
@@ -1056,6 +1060,33 @@ impl Driver<'_> {
                 lines.push(format!(
                     "the resource is the driver's (the model's): it accepted {} writes and holds {}",
                     w.resource.accepted, w.resource.value
+                ));
+                let mut all = !self.ev.writes.is_empty();
+                for (step, c, ok) in &self.ev.writes {
+                    all &= ok;
+                    lines.push(format!(
+                        "step {step}: {} wrote while holding a lock real Redis {}",
+                        w.client_name(*c),
+                        if *ok {
+                            "had granted it"
+                        } else {
+                            "had NOT granted it"
+                        }
+                    ));
+                }
+                all
+            }
+            Invariant::NoDuplicateEffect => {
+                lines.push(
+                    "the resource is the driver's (the model's): a write delivered twice took effect twice"
+                        .into(),
+                );
+                false
+            }
+            Invariant::NoOversell => {
+                lines.push(format!(
+                    "the resource is the driver's (the model's): {} units taken from a stock of {}",
+                    w.resource.value, self.m.params.stock
                 ));
                 let mut all = !self.ev.writes.is_empty();
                 for (step, c, ok) in &self.ev.writes {
