@@ -1004,7 +1004,11 @@ fn list_json_names_what_the_text_names() {
             .collect()
     };
     let protocols = names("protocols");
-    assert_eq!(protocols.len(), 11, "{protocols:?}");
+    assert_eq!(
+        protocols.len(),
+        locklab_models::protocols::names().len(),
+        "{protocols:?}"
+    );
     for n in protocols
         .iter()
         .chain(&names("fault_kinds"))
