@@ -1,5 +1,5 @@
 //! The article's claims, checked: a page of the gallery that quotes each
-//! claim the article (`shared/seed/`) makes about which design breaks under
+//! claim the article locklab is built from makes about which design breaks under
 //! which fault, runs the check that tests it, and says what the search
 //! found — and whether that agrees with the article.
 //!

@@ -1074,3 +1074,11 @@ fn completions_and_man_page_cover_the_commands() {
         );
     }
 }
+
+#[test]
+fn an_unknown_network_semantics_is_refused() {
+    common::rejects(
+        &["check", "naive-del", "--network", "udp"],
+        "possible values: fifo, unordered",
+    );
+}
