@@ -170,7 +170,7 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     let inv = Invariant::from_name(&t.invariant)
         .ok_or_else(|| Failure::input(format!("unknown invariant {:?}", t.invariant)))?;
     let target = target_model(&source, args)?;
-    if !inv.applies(target.proto) {
+    if !inv.applies(&target) {
         return Err(Failure::input(format!(
             "{} does not apply to {}",
             inv.name(),

@@ -1,5 +1,5 @@
 //! The article's claims, checked: a page of the gallery that quotes each
-//! claim the article (`shared/seed/`) makes about which design breaks under
+//! claim the article locklab is built from makes about which design breaks under
 //! which fault, runs the check that tests it, and says what the search
 //! found — and whether that agrees with the article.
 //!
@@ -10,6 +10,7 @@
 //! test notices.
 
 use crate::util::Failure;
+use locklab_models::params::{ResourceCheck, ResourceOp, TokenStore};
 use locklab_models::search::SearchOptions;
 use locklab_models::{Budgets, FaultKind, Invariant, LockModel, Params, protocols};
 use locklab_traces::{CheckReport, svg};
@@ -295,13 +296,48 @@ const CLAIMS: &[Claim] = &[
         id: "fencing-write-only",
         section: "§7.2",
         quote: "即使乙还没来得及写入、甲先带着 33 写成功了……旧持有者最多完成一次\u{201c}其实无害\u{201d}的写入",
-        gloss: "checking tokens on writes is enough: a stale write that lands first is harmless",
+        gloss: "checking tokens on writes is enough: a stale write that lands first is harmless — tested with a client that reads, computes and writes back (`--resource-op rmw`)",
         says: Says::Safe,
         protocol: "fencing",
         faults: &[Pause],
         invariant: NoLostUpdate,
-        knobs: |p| p.resource_check = locklab_models::params::ResourceCheck::Write,
-        flags: "--resource-check write",
+        knobs: |p| {
+            p.resource_check = ResourceCheck::Write;
+            p.resource_op = ResourceOp::Rmw;
+        },
+        flags: "--resource-check write --resource-op rmw",
+        cap: None,
+    },
+    Claim {
+        id: "fencing-write-only-in-place",
+        section: "§7.2",
+        quote: "只要资源端的比较与更新是原子的，最终收敛到新持有者胜出，旧持有者最多完成一次\u{201c}其实无害\u{201d}的写入",
+        gloss: "the same claim where the article is right: the resource applies the change itself (`stock = stock - 1`), so the stale write overwrites nothing",
+        says: Says::Safe,
+        protocol: "fencing",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoLostUpdate,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::Write;
+            p.resource_op = ResourceOp::InPlace;
+        },
+        flags: "--resource-check write --resource-op in-place",
+        cap: Some(2),
+    },
+    Claim {
+        id: "fencing-write-only-oversell",
+        section: "§7.2",
+        quote: "防线的承诺是\u{201c}过时的结果写不进去\u{201d}，而非\u{201c}过时的计算不会发生\u{201d}",
+        gloss: "a result computed from stale data cannot be written — tested on the oversell shape: the client checks \"stock > 0\" itself, then decrements",
+        says: Says::Safe,
+        protocol: "fencing",
+        faults: &[Pause],
+        invariant: NoOversell,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::Write;
+            p.resource_op = ResourceOp::CheckThenAct;
+        },
+        flags: "--resource-check write --resource-op check-then-act",
         cap: None,
     },
     Claim {
@@ -313,7 +349,7 @@ const CLAIMS: &[Claim] = &[
         protocol: "fencing",
         faults: &[Pause, Slow, Loss, Delay, Crash],
         invariant: NoLostUpdate,
-        knobs: |p| p.resource_check = locklab_models::params::ResourceCheck::ReadWrite,
+        knobs: |p| p.resource_check = ResourceCheck::ReadWrite,
         flags: "--resource-check read-write",
         cap: Some(2),
     },
@@ -328,6 +364,138 @@ const CLAIMS: &[Claim] = &[
         invariant: TokenMonotonic,
         knobs: none,
         flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "update-where",
+        section: "§7.4 1.1",
+        quote: "一条语句同时完成\u{201c}比较\u{201d}与\u{201c}更新\u{201d}，原子性由数据库保证",
+        gloss: "the conditional UPDATE on a token column (`... WHERE fencing_token < :token`), with the article's in-place `stock = stock - 1`",
+        says: Says::Safe,
+        protocol: "fencing",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoLostUpdate,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::UpdateWhere;
+            p.token_rule = ResourceCheck::UpdateWhere.default_rule(false);
+            p.resource_op = ResourceOp::InPlace;
+        },
+        flags: "--resource-check update-where --resource-op in-place",
+        cap: Some(2),
+    },
+    Claim {
+        id: "txn-for-update",
+        section: "§7.4 1.2",
+        quote: "在同一个事务里先以加锁读（SELECT ... FOR UPDATE）取出当前令牌高水位并比较……令牌校验与业务写入的原子性由事务隔离保证",
+        gloss: "check, then write, in one transaction under a row lock (reads fenced, so the write's check is what is tested)",
+        says: Says::Safe,
+        protocol: "fencing",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoLostUpdate,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::TxnForUpdate;
+            p.fence_reads = true;
+            p.token_rule = ResourceCheck::TxnForUpdate.default_rule(true);
+        },
+        flags: "--resource-check txn-for-update --fence-reads",
+        cap: Some(2),
+    },
+    Claim {
+        id: "txn-read-committed",
+        section: "§7.4 1.2",
+        quote: "",
+        gloss: "the same transaction under read-committed without the row lock: the check and the write are two steps, and the other holder's write lands between them",
+        says: Says::Silent,
+        protocol: "fencing",
+        faults: &[Pause],
+        invariant: NoLostUpdate,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::TxnReadCommitted;
+            p.fence_reads = true;
+            p.token_rule = ResourceCheck::TxnReadCommitted.default_rule(true);
+        },
+        flags: "--resource-check txn-read-committed --fence-reads",
+        cap: None,
+    },
+    Claim {
+        id: "cas",
+        section: "§7.4 2",
+        quote: "对象存储、KV 存储普遍提供条件写原语……把令牌放进版本条件里即可",
+        gloss: "a store's compare-and-set with the token as the version, on the oversell shape (reads fenced)",
+        says: Says::Safe,
+        protocol: "fencing",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoOversell,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::Cas;
+            p.fence_reads = true;
+            p.token_rule = ResourceCheck::Cas.default_rule(true);
+            p.resource_op = ResourceOp::CheckThenAct;
+        },
+        flags: "--resource-check cas --fence-reads --resource-op check-then-act",
+        cap: Some(2),
+    },
+    Claim {
+        id: "service-memory",
+        section: "§7.4 3",
+        quote: "",
+        gloss: "your own service keeping the highest token only in memory (the article says to restore it from storage): a restart forgets it and a stale write gets in",
+        says: Says::Silent,
+        protocol: "fencing",
+        faults: &[Pause, ResourceRestart],
+        invariant: NoLostUpdate,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::Service;
+            p.fence_reads = true;
+            p.token_rule = ResourceCheck::Service.default_rule(true);
+            p.token_store = TokenStore::Memory;
+        },
+        flags: "--resource-check service --fence-reads --token-store memory",
+        cap: None,
+    },
+    Claim {
+        id: "unfenced-writer",
+        section: "§7.4 3",
+        quote: "要求所有写路径统一过这道校验——绕过校验的旁路写入会让整个机制形同虚设",
+        gloss: "a writer that bypasses the fence (a batch job, an old client) loses an update, with reads and writes fenced and no fault at all",
+        says: Says::Breaks,
+        protocol: "fencing",
+        faults: &[],
+        invariant: NoLostUpdate,
+        knobs: |p| {
+            p.resource_check = ResourceCheck::ReadWrite;
+            p.unfenced_writers = 1;
+        },
+        flags: "--resource-check read-write --unfenced-writers 1",
+        cap: None,
+    },
+    Claim {
+        id: "idempotent-duplicate",
+        section: "§7.5",
+        quote: "幂等设计：让\u{201c}同一操作执行两次\u{201d}与\u{201c}执行一次\u{201d}结果相同……能吃掉最常见的重复执行事故",
+        gloss: "a unique key on the operation id absorbs a write delivered twice (no lock at all)",
+        says: Says::Safe,
+        protocol: "no-lock",
+        faults: &[Pause, Slow, Crash, Duplicate],
+        invariant: NoDuplicateEffect,
+        knobs: |p| {
+            p.idempotent = true;
+            p.resource_op = ResourceOp::InPlace;
+        },
+        flags: "--idempotent --resource-op in-place",
+        cap: None,
+    },
+    Claim {
+        id: "idempotent-interleaving",
+        section: "§7.5",
+        quote: "幂等不能防止两个不同操作交错",
+        gloss: "idempotent writes do not stop two different operations interleaving: a read-modify-write still loses an update",
+        says: Says::Breaks,
+        protocol: "no-lock",
+        faults: &[Duplicate],
+        invariant: NoLostUpdate,
+        knobs: |p| p.idempotent = true,
+        flags: "--idempotent --resource-op rmw",
         cap: None,
     },
     Claim {
@@ -369,6 +537,58 @@ const CLAIMS: &[Claim] = &[
         flags: "",
         cap: None,
     },
+    Claim {
+        id: "no-lock-conditional",
+        section: "§9.3",
+        quote: "很多\u{201c}分布式锁需求\u{201d}其实是一条带WHERE条件的UPDATE就能解决的事",
+        gloss: "no lock at all: the resource's own `UPDATE ... SET stock = stock - 1 WHERE stock > 0` never oversells",
+        says: Says::Safe,
+        protocol: "no-lock",
+        faults: &[Pause, Slow, Crash],
+        invariant: NoOversell,
+        knobs: |p| p.resource_op = ResourceOp::Conditional,
+        flags: "--resource-op conditional",
+        cap: None,
+    },
+    Claim {
+        id: "no-lock-check-then-act",
+        section: "§9.3",
+        quote: "",
+        gloss: "no lock, and the client checks \"stock > 0\" itself: it oversells with no fault at all",
+        says: Says::Silent,
+        protocol: "no-lock",
+        faults: &[],
+        invariant: NoOversell,
+        knobs: |p| p.resource_op = ResourceOp::CheckThenAct,
+        flags: "--resource-op check-then-act",
+        cap: None,
+    },
+    Claim {
+        id: "queue-zombie",
+        section: "§9.3",
+        quote: "由单一消费者串行处理（单写者原则），互斥由架构保证而不是由锁保证，没有过期、没有误删、没有陈旧客户端",
+        gloss: "a single-writer queue has no stale clients: but a consumer paused past its session is rebalanced away and writes as a zombie",
+        says: Says::Safe,
+        protocol: "queue",
+        faults: &[Pause],
+        invariant: NoLostUpdate,
+        knobs: none,
+        flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "queue-epoch-fence",
+        section: "§9.3",
+        quote: "",
+        gloss: "the same queue with an epoch fence at the sink (the generation checked on reads and writes): the zombie is turned away",
+        says: Says::Silent,
+        protocol: "queue",
+        faults: &[Pause, Slow, Loss, Delay, Crash],
+        invariant: NoLostUpdate,
+        knobs: |p| p.resource_check = ResourceCheck::ReadWrite,
+        flags: "--resource-check read-write",
+        cap: Some(2),
+    },
 ];
 
 fn model(c: &Claim) -> Result<LockModel, Failure> {
@@ -392,10 +612,14 @@ fn model(c: &Claim) -> Result<LockModel, Failure> {
 fn command(c: &Claim) -> String {
     let faults: Vec<&str> = c.faults.iter().map(|k| k.name()).collect();
     let cap = c.cap.map_or("all".to_string(), |n| n.to_string());
+    let faults = if faults.is_empty() {
+        "none".to_string()
+    } else {
+        faults.join(",")
+    };
     let mut s = format!(
-        "locklab check {} --faults {} --max-faults {cap} --invariants {}",
+        "locklab check {} --faults {faults} --max-faults {cap} --invariants {}",
         c.protocol,
-        faults.join(","),
         c.invariant.name()
     );
     if !c.flags.is_empty() {

@@ -77,7 +77,7 @@ pub struct CheckArgs {
 fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> {
     let all: Vec<Invariant> = Invariant::ALL
         .into_iter()
-        .filter(|i| i.applies(m.proto))
+        .filter(|i| i.applies(m))
         .collect();
     let Some(list) = &args.invariants else {
         return Ok(all);
@@ -86,9 +86,9 @@ fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> 
     let mut out = Vec::new();
     for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let inv = Invariant::from_name(s).ok_or_else(|| unknown("invariant", s, &names))?;
-        if !inv.applies(m.proto) {
+        if let Some(why) = inv.not_applicable(m) {
             return Err(Failure::input(format!(
-                "invariant '{s}' does not apply to {}: it grants no fencing tokens",
+                "invariant '{s}' does not apply to {}: {why}",
                 m.proto.name()
             )));
         }
@@ -190,7 +190,11 @@ pub fn report(
     let mut traces: Vec<Trace> = Vec::new();
     let mut verdicts: Vec<Verdict> = Vec::new();
     for inv in Invariant::ALL {
-        if !inv.applies(m.proto) {
+        if let Some(why) = inv.not_applicable(m) {
+            // Only the token source's n/a is worth a line in every report.
+            if matches!(inv, Invariant::NoOversell | Invariant::NoDuplicateEffect) {
+                continue;
+            }
             verdicts.push(Verdict {
                 invariant: inv.name().into(),
                 category: inv.category().into(),
@@ -199,7 +203,7 @@ pub fn report(
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
-                note: format!("{} grants no fencing tokens", m.proto.name()),
+                note: why,
             });
             continue;
         }

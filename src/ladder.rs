@@ -104,7 +104,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         let m = margs.build()?;
         let invariants: Vec<Invariant> = Invariant::ALL
             .into_iter()
-            .filter(|i| i.applies(m.proto))
+            .filter(|i| i.applies(&m))
             .filter(|i| wanted.as_ref().is_none_or(|w| w.contains(i)))
             .collect();
         if invariants.is_empty() {
@@ -182,7 +182,16 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
         "cells: ✗ N = broken, shortest counterexample N steps; ok = holds (exhaustive); ? = search incomplete; - = n/a"
     );
     let _ = writeln!(out);
-    let names: Vec<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+    // The invariants some report speaks of (no_oversell only with a stock).
+    let names: Vec<&str> = Invariant::ALL
+        .iter()
+        .map(|i| i.name())
+        .filter(|n| {
+            reports
+                .iter()
+                .any(|r| r.verdicts.iter().any(|v| v.invariant == *n))
+        })
+        .collect();
     let wp = reports
         .iter()
         .map(|r| r.config.protocol.len())

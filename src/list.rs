@@ -1,5 +1,6 @@
 //! `locklab list`: the protocols, fault kinds and invariants, one line each.
 
+use locklab_models::params::{ResourceCheck, ResourceOp};
 use locklab_models::{FaultKind, Invariant, protocols};
 use serde_json::json;
 use std::fmt::Write;
@@ -54,14 +55,47 @@ pub fn render() -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "Fault kinds (--faults KIND,KIND; --budget KIND=N):");
     for k in FaultKind::ALL {
-        let _ = writeln!(out, "  {:<10}  {}", k.name(), k.summary());
+        let _ = writeln!(out, "  {:<16}  {}", k.name(), k.summary());
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Resource operations (--resource-op; what the critical section does to the resource):"
+    );
+    for (op, what) in [
+        (
+            ResourceOp::Rmw,
+            "the client reads, computes and writes back read + 1",
+        ),
+        (
+            ResourceOp::InPlace,
+            "the resource applies the change itself (stock = stock - 1)",
+        ),
+        (
+            ResourceOp::CheckThenAct,
+            "the client reads the stock, decides \"if stock > 0\" itself, then has the resource take one unit (--stock)",
+        ),
+        (
+            ResourceOp::Conditional,
+            "the resource's own conditional update: UPDATE ... SET stock = stock - 1 WHERE stock > 0 (§9.3; --stock)",
+        ),
+    ] {
+        let _ = writeln!(out, "  {:<18}  {what}", op.name());
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Token checks (--resource-check; the article's §7.4 forms, for protocols with tokens):"
+    );
+    for c in ResourceCheck::ALL {
+        let _ = writeln!(out, "  {:<18}  {}", c.name(), c.meaning());
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "Invariants (--invariants NAME,NAME):");
     for i in Invariant::ALL {
         let _ = writeln!(
             out,
-            "  {:<16}  [{}] {}",
+            "  {:<19}  [{}] {}",
             i.name(),
             i.category(),
             i.meaning()

@@ -4,14 +4,50 @@
 
 use crate::util::{Failure, unknown};
 use clap::{Args, ValueEnum};
-use locklab_models::params::{Network, PARAMS, ResourceCheck, TokenRule};
+use locklab_models::params::{Network, PARAMS, ResourceCheck, ResourceOp, TokenRule, TokenStore};
 use locklab_models::{FaultKind, LockModel, Params, protocols};
 
+/// How the resource checks fencing tokens (article §7.4 "资源端怎么校验").
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum CheckOpt {
+    /// The resource ignores tokens
     None,
+    /// Writes carry the token, checked and applied in one atomic step (§7.1 "客户端向资源写入时必须携带令牌")
     Write,
+    /// Reads and writes carry the token; both checked, both raise the mark (= write --fence-reads)
     ReadWrite,
+    /// §7.4 1.1 "令牌列加条件更新": UPDATE ... SET ..., fencing_token = :token WHERE fencing_token < :token (atomic)
+    UpdateWhere,
+    /// §7.4 1.2 "事务内先检旗后写入" with SELECT ... FOR UPDATE (or serializable): check and write atomic
+    TxnForUpdate,
+    /// §7.4 1.2 under read-committed, no row lock: check, then write, two steps; another write can land between
+    TxnReadCommitted,
+    /// §7.4 2 "支持条件写的存储": compare-and-set with the token as the version (put if version < token)
+    Cas,
+    /// §7.4 3 "自研服务类资源": your own service keeps the highest token per resource (see --token-store)
+    Service,
+}
+
+/// What the critical section does to the resource.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OpOpt {
+    /// The client reads, computes and writes back `read + 1`
+    Rmw,
+    /// The resource applies the change itself (`stock = stock - 1`)
+    InPlace,
+    /// The client reads the stock, decides "if stock > 0" itself, then has the resource take one unit
+    CheckThenAct,
+    /// The resource's own conditional update: UPDATE ... SET stock = stock - 1 WHERE stock > 0 (§9.3)
+    Conditional,
+}
+
+/// Where the resource keeps its highest token.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum StoreOpt {
+    /// Persisted: survives a restart ("重启后从持久层恢复", §7.4 3)
+    Durable,
+    /// In memory only: a resource-restart fault forgets it (and is then switched on by default)
+    Memory,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -109,12 +145,38 @@ pub struct ModelArgs {
     /// A restarted Redis stays unavailable for TTL+1 ticks before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
-    /// Where the resource checks fencing tokens [default: write for fencing and fencing-redis, none otherwise]
-    #[arg(long, value_enum, help_heading = "Protocol knobs")]
+    /// How the resource checks fencing tokens, by the article's §7.4 forms
+    /// [default: write for fencing and fencing-redis, none otherwise]
+    #[arg(long, value_enum, help_heading = "Resource")]
     pub resource_check: Option<CheckOpt>,
-    /// How the resource compares tokens: ge (token >= max) or gt (token > max) [default: ge]
-    #[arg(long, value_enum, help_heading = "Protocol knobs")]
+    /// How the resource compares tokens: ge (token >= max) or gt (token > max).
+    /// The article's SQL `WHERE fencing_token < :token` means strictly greater
+    /// wins: gt [default: gt for the §7.4 forms (update-where, txn-*, cas,
+    /// service) unless reads are fenced; ge for write and read-write]
+    #[arg(long, value_enum, help_heading = "Resource")]
     pub token_rule: Option<RuleOpt>,
+    /// What the critical section does to the resource [default: rmw]
+    #[arg(long, value_enum, value_name = "OP", help_heading = "Resource")]
+    pub resource_op: Option<OpOpt>,
+    /// Units in stock at the start, for --resource-op check-then-act or conditional [default: 1]
+    #[arg(long, value_name = "N", help_heading = "Resource")]
+    pub stock: Option<u8>,
+    /// Reads carry the token too and are checked by the same form
+    #[arg(long, help_heading = "Resource")]
+    pub fence_reads: bool,
+    /// Where the resource keeps its highest token [default: durable]
+    #[arg(long, value_enum, value_name = "WHERE", help_heading = "Resource")]
+    pub token_store: Option<StoreOpt>,
+    /// Writers that bypass the lock and the fence: a batch job or an old
+    /// client version that writes without a token ("绕过校验的旁路写入",
+    /// §7.4 3) [default: 0]
+    #[arg(long, value_name = "N", help_heading = "Resource")]
+    pub unfenced_writers: Option<u8>,
+    /// Idempotent writes (§7.5 "幂等设计"): the resource keeps a unique key on
+    /// each write's operation id and absorbs a write it has already applied;
+    /// switches on the `duplicate` fault unless --faults says otherwise
+    #[arg(long, help_heading = "Resource")]
+    pub idempotent: bool,
     /// etcd 3.4: after waiting, return the lock without re-checking the own key
     #[arg(long, help_heading = "Protocol knobs")]
     pub no_recheck: bool,
@@ -152,6 +214,12 @@ impl ModelArgs {
         add(self.resource_check.is_some(), "resource-check");
         add(self.token_rule.is_some(), "token-rule");
         add(self.no_recheck, "no-recheck");
+        add(self.resource_op.is_some(), "resource-op");
+        add(self.stock.is_some(), "stock");
+        add(self.fence_reads, "fence-reads");
+        add(self.token_store.is_some(), "token-store");
+        add(self.unfenced_writers.is_some(), "unfenced-writers");
+        add(self.idempotent, "idempotent");
         v
     }
 
@@ -258,8 +326,36 @@ impl ModelArgs {
                 CheckOpt::None => ResourceCheck::None,
                 CheckOpt::Write => ResourceCheck::Write,
                 CheckOpt::ReadWrite => ResourceCheck::ReadWrite,
+                CheckOpt::UpdateWhere => ResourceCheck::UpdateWhere,
+                CheckOpt::TxnForUpdate => ResourceCheck::TxnForUpdate,
+                CheckOpt::TxnReadCommitted => ResourceCheck::TxnReadCommitted,
+                CheckOpt::Cas => ResourceCheck::Cas,
+                CheckOpt::Service => ResourceCheck::Service,
             };
         }
+        p.fence_reads |= self.fence_reads;
+        p.token_rule = p.resource_check.default_rule(p.fence_reads);
+        if let Some(o) = self.resource_op {
+            p.resource_op = match o {
+                OpOpt::Rmw => ResourceOp::Rmw,
+                OpOpt::InPlace => ResourceOp::InPlace,
+                OpOpt::CheckThenAct => ResourceOp::CheckThenAct,
+                OpOpt::Conditional => ResourceOp::Conditional,
+            };
+        }
+        if let Some(n) = self.stock {
+            p.stock = n;
+        }
+        if let Some(s) = self.token_store {
+            p.token_store = match s {
+                StoreOpt::Durable => TokenStore::Durable,
+                StoreOpt::Memory => TokenStore::Memory,
+            };
+        }
+        if let Some(n) = self.unfenced_writers {
+            p.unfenced_writers = n;
+        }
+        p.idempotent |= self.idempotent;
         if let Some(r) = self.token_rule {
             p.token_rule = match r {
                 RuleOpt::Ge => TokenRule::Ge,
@@ -295,7 +391,16 @@ impl ModelArgs {
         if let Some(list) = &self.faults {
             let list = list.trim();
             let kinds: Vec<FaultKind> = match list {
-                "all" => proto.faults().to_vec(),
+                "all" => {
+                    let mut v = proto.faults().to_vec();
+                    if p.token_store == TokenStore::Memory {
+                        v.push(FaultKind::ResourceRestart);
+                    }
+                    if p.idempotent {
+                        v.push(FaultKind::Duplicate);
+                    }
+                    v
+                }
                 "none" => Vec::new(),
                 "" => return Err(empty_faults()),
                 _ => list
@@ -313,6 +418,16 @@ impl ModelArgs {
             p.faults = locklab_models::Budgets::none();
             for k in kinds {
                 p.faults.set(k, 1);
+            }
+        } else {
+            // A token kept in memory is what a resource restart can lose:
+            // that fault is then one the resource can suffer. Idempotency is
+            // there for duplicate deliveries: they are then switched on.
+            if p.token_store == TokenStore::Memory {
+                p.faults.set(FaultKind::ResourceRestart, 1);
+            }
+            if p.idempotent {
+                p.faults.set(FaultKind::Duplicate, 1);
             }
         }
         for item in &self.budget {

@@ -653,7 +653,7 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
                     );
                 }
                 // Said once, under the first point.
-                None if std::ptr::eq(p, &s.points[0]) => {
+                None if std::ptr::eq(p, &s.points[0]) && inv == Invariant::TokenMonotonic => {
                     let _ = writeln!(
                         o,
                         "  {lead}{:<17} {:<13} n/a: {} grants no fencing tokens",

@@ -98,6 +98,70 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
         &["check", "naive-del", "--ttl", "5000"],
         "too large for an exhaustive search",
     );
+    // The resource's options fit together, or are refused naming what is allowed.
+    rejects(
+        &[
+            "check",
+            "fencing",
+            "--resource-check",
+            "none",
+            "--fence-reads",
+        ],
+        "--fence-reads needs a token check",
+    );
+    rejects(
+        &[
+            "check",
+            "fencing",
+            "--resource-check",
+            "update-where",
+            "--token-store",
+            "memory",
+        ],
+        "--resource-check service, write or read-write",
+    );
+    rejects(
+        &[
+            "check",
+            "fencing",
+            "--resource-check",
+            "none",
+            "--token-store",
+            "memory",
+        ],
+        "--token-store memory needs a resource that keeps its highest token itself",
+    );
+    rejects(
+        &["check", "fencing", "--faults", "pause,resource-restart"],
+        "needs --token-store memory",
+    );
+    rejects(
+        &["check", "fencing", "--stock", "3"],
+        "--stock applies to --resource-op check-then-act or conditional only",
+    );
+    rejects(
+        &["check", "fencing", "--unfenced-writers", "3"],
+        "--unfenced-writers 3 is out of range: allowed 0..=2",
+    );
+    rejects(
+        &["check", "naive-del", "--fence-reads"],
+        "--fence-reads does not apply to naive-del",
+    );
+    rejects(
+        &["check", "fencing", "--resource-check", "optimistic"],
+        "invalid value 'optimistic' for '--resource-check",
+    );
+    rejects(
+        &[
+            "check",
+            "naive-del",
+            "--resource-op",
+            "in-place",
+            "--invariants",
+            "no_oversell",
+        ],
+        "no_oversell needs check-then-act or conditional",
+    );
     rejects(&["check", "all", "--format", "svg"], "add --out-dir DIR");
     rejects(
         &["check", "all", "--faults", "pasue"],
@@ -274,6 +338,13 @@ fn list_names_everything() {
         "clock-jump",
         "mutual_exclusion",
         "no_orphan_lock",
+        "no_oversell",
+        "no_duplicate_effect",
+        "duplicate",
+        "[business]",
+        "resource-restart",
+        "txn-read-committed",
+        "check-then-act",
     ] {
         assert!(out.contains(name), "{name} missing from list");
     }
@@ -933,7 +1004,11 @@ fn list_json_names_what_the_text_names() {
             .collect()
     };
     let protocols = names("protocols");
-    assert_eq!(protocols.len(), 11, "{protocols:?}");
+    assert_eq!(
+        protocols.len(),
+        locklab_models::protocols::names().len(),
+        "{protocols:?}"
+    );
     for n in protocols
         .iter()
         .chain(&names("fault_kinds"))
@@ -998,4 +1073,12 @@ fn completions_and_man_page_cover_the_commands() {
             "{sub} missing from the man page"
         );
     }
+}
+
+#[test]
+fn an_unknown_network_semantics_is_refused() {
+    common::rejects(
+        &["check", "naive-del", "--network", "udp"],
+        "possible values: fifo, unordered",
+    );
 }

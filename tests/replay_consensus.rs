@@ -18,12 +18,15 @@
 //! same breadth-first search over the model's own transitions, with a goal
 //! on the path, and built and validated by the model's trace builder.
 
+mod common;
+
+use common::{ETCD, JAVA, ZOOKEEPER, all_gone, check, locklab, require, running, scratch, text};
 use locklab_models::search::fingerprint;
 use locklab_models::world::{Body, Phase, Reply, World};
 use locklab_models::{Action, Budgets, FaultKind, Invariant, LockModel, Params, protocols, trace};
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -31,118 +34,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn locklab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).to_string()
-}
-
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!(
-        "locklab-consensus-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
-}
-
-const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
-
-/// Whether the server a test needs is installed. Missing: a failure under
-/// `CI=true`, a visible SKIPPED line otherwise.
-fn have(test: &str, system: &str) -> bool {
-    let (ok, why, pkg) = match system {
-        "etcd" => (
-            Command::new("etcd")
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success()),
-            "etcd is not installed",
-            "etcd-server",
-        ),
-        _ => (
-            Path::new(ZOOKEEPER_JAR).exists()
-                && Command::new("java")
-                    .arg("-version")
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .is_ok_and(|s| s.success()),
-            "ZooKeeper (or java) is not installed",
-            "zookeeper",
-        ),
-    };
-    if ok {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{test}: {why}: CI must run it (apt-get install {pkg})");
-    }
-    eprintln!("SKIPPED: {test}: {why} (apt-get install {pkg})");
-    false
-}
-
-/// Runs the search and writes its report; the search must find the violation.
-fn check(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
-    let out = dir.join(format!("{name}.json"));
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--no-fault-analysis", "--json", out.to_str().unwrap()]);
-    let o = locklab(&all);
-    assert_eq!(o.status.code(), Some(1), "{all:?}: {}", text(&o.stderr));
-    out
-}
-
-/// PIDs from the report's cleanup line.
-fn pids(stdout: &str) -> Vec<u32> {
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("cleanup:"))
-        .expect("a cleanup line");
-    let start = line.find("(pids ").expect("pids") + 6;
-    let end = start + line[start..].find(';').expect("end of the pid list");
-    line[start..end]
-        .split(", ")
-        .map(|p| p.parse().unwrap())
-        .collect()
-}
-
-fn running(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
-fn all_gone(out: &str) {
-    let ps = pids(out);
-    assert!(!ps.is_empty(), "{out}");
-    for p in ps {
-        assert!(!running(p), "server pid {p} is still running");
-    }
 }
 
 /// Replays `file` (with `extra` options) and requires exit 0, every step
@@ -183,7 +74,7 @@ fn first_acquisition(file: &Path) -> usize {
 fn zookeeper_pause_expires_the_holders_session_on_real_zookeeper() {
     let t = "zookeeper_pause_expires_the_holders_session_on_real_zookeeper";
     let _g = serial();
-    if !have(t, "zookeeper") {
+    if !require(t, &[ZOOKEEPER, JAVA]) {
         return;
     }
     let d = scratch("zk");
@@ -225,7 +116,7 @@ fn zookeeper_pause_expires_the_holders_session_on_real_zookeeper() {
 fn etcd_pause_expires_the_holders_lease_on_real_etcd() {
     let t = "etcd_pause_expires_the_holders_lease_on_real_etcd";
     let _g = serial();
-    if !have(t, "etcd") {
+    if !require(t, &[ETCD]) {
         return;
     }
     let d = scratch("etcd");
@@ -271,7 +162,7 @@ fn etcd_pause_expires_the_holders_lease_on_real_etcd() {
 fn etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder() {
     let t = "etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder";
     let _g = serial();
-    if !have(t, "etcd") {
+    if !require(t, &[ETCD]) {
         return;
     }
     let d = scratch("keepalive");
@@ -314,7 +205,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
     // longer cost a ZooKeeper client its lock.
     let t = "zookeeper_renews_a_session_on_every_request_as_the_model_now_does";
     let _g = serial();
-    if !have(t, "zookeeper") {
+    if !require(t, &[ZOOKEEPER, JAVA]) {
         return;
     }
     let d = scratch("zk-touch");
@@ -336,7 +227,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
     );
     // etcd renews a lease only by LeaseKeepAlive, as the model does: the
     // same search on etcd conforms, and the violation happens.
-    if have(t, "etcd") {
+    if require(t, &[ETCD]) {
         let f = check(
             &d,
             "etcd",
@@ -362,7 +253,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
 fn fencing_on_etcd_hands_the_next_holder_a_higher_token() {
     let t = "fencing_on_etcd_hands_the_next_holder_a_higher_token";
     let _g = serial();
-    if !have(t, "etcd") {
+    if !require(t, &[ETCD]) {
         return;
     }
     let d = scratch("fencing");
@@ -394,8 +285,11 @@ fn fencing_on_etcd_hands_the_next_holder_a_higher_token() {
 fn a_fault_free_acquisition_conforms_on_each_server() {
     let t = "a_fault_free_acquisition_conforms_on_each_server";
     let _g = serial();
-    for (proto, system, ttl) in [("zookeeper", "zookeeper", "6"), ("etcd", "etcd", "2")] {
-        if !have(t, system) {
+    for (proto, system, ttl) in [
+        ("zookeeper", &[ZOOKEEPER, JAVA][..], "6"),
+        ("etcd", &[ETCD][..], "2"),
+    ] {
+        if !require(t, system) {
             continue;
         }
         let d = scratch(&format!("free-{proto}"));
@@ -481,7 +375,7 @@ fn ctrl_c_and_kill_9_stop_etcd_and_zookeeper() {
     let t = "ctrl_c_and_kill_9_stop_etcd_and_zookeeper";
     let _g = serial();
     let d = scratch("signals");
-    if have(t, "etcd") {
+    if require(t, &[ETCD]) {
         let f = check(
             &d,
             "etcd",
@@ -510,7 +404,7 @@ fn ctrl_c_and_kill_9_stop_etcd_and_zookeeper() {
         );
         assert!(!running(server), "etcd {server} survived Ctrl-C");
     }
-    if have(t, "zookeeper") {
+    if require(t, &[ZOOKEEPER, JAVA]) {
         let f = check(
             &d,
             "zk",
@@ -559,7 +453,7 @@ fn ctrl_c_and_kill_9_stop_etcd_and_zookeeper() {
 fn two_replays_on_one_base_port_never_share_a_server() {
     let t = "two_replays_on_one_base_port_never_share_a_server";
     let _g = serial();
-    if !have(t, "etcd") {
+    if !require(t, &[ETCD]) {
         return;
     }
     let d = scratch("ports");
@@ -750,8 +644,11 @@ fn delivers_watch_event(_: &World, a: &Action, _: &World) -> bool {
 fn a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires() {
     let t = "a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires";
     let _g = serial();
-    for (proto, system, ttl) in [("zookeeper", "zookeeper", 6), ("etcd", "etcd", 2)] {
-        if !have(t, system) {
+    for (proto, system, ttl) in [
+        ("zookeeper", &[ZOOKEEPER, JAVA][..], 6),
+        ("etcd", &[ETCD][..], 2),
+    ] {
+        if !require(t, system) {
             continue;
         }
         let m = model(proto, &[FaultKind::Pause], |p| {
@@ -785,7 +682,7 @@ fn a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires() {
 fn etcd_3_4_takes_the_lock_on_an_answer_that_says_its_key_is_gone() {
     let t = "etcd_3_4_takes_the_lock_on_an_answer_that_says_its_key_is_gone";
     let _g = serial();
-    if !have(t, "etcd") {
+    if !require(t, &[ETCD]) {
         return;
     }
     let m = model("etcd", &[FaultKind::Pause], |p| {
@@ -813,4 +710,42 @@ fn etcd_3_4_takes_the_lock_on_an_answer_that_says_its_key_is_gone() {
         out.contains("violation:   mutual_exclusion HAPPENED on real etcd"),
         "{out}"
     );
+}
+
+#[test]
+fn every_consensus_counterexample_in_the_gallery_replays_and_conforms() {
+    // The gallery's counterexamples for the consensus recipes (the ones the
+    // docs draw, generated by `locklab docs`): each must conform step by
+    // step on the real server and its violation must really happen.
+    let t = "every_consensus_counterexample_in_the_gallery_replays_and_conforms";
+    let _g = serial();
+    if !require(t, &[ETCD, ZOOKEEPER, JAVA]) {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/gallery/traces");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the committed gallery")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let mut replayed = Vec::new();
+    for f in files {
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let proto = doc["config"]["protocol"].as_str().unwrap_or_default();
+        if !["fencing", "zookeeper", "etcd"].contains(&proto) {
+            continue;
+        }
+        let out = replays(&f, &[]);
+        assert!(
+            out.contains(" HAPPENED on real "),
+            "{}:\n{out}",
+            f.display()
+        );
+        replayed.push(f.file_name().unwrap().to_string_lossy().to_string());
+    }
+    // fencing, zookeeper and etcd each have at least their mutual_exclusion
+    // and no_lost_update pages, and the article page adds more.
+    assert!(replayed.len() >= 6, "replayed only {replayed:?}");
 }

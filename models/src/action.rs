@@ -40,4 +40,10 @@ pub enum Action {
     Restart { server: u8 },
     /// Fault: a primary dies and its replica is promoted.
     Failover { server: u8 },
+    /// An unfenced writer (no lock, no token) takes its next step.
+    Writer { writer: u8 },
+    /// Fault: the resource restarts (a highest token kept in memory is lost).
+    ResourceRestart,
+    /// Fault: a client's write that landed is delivered again.
+    Duplicate { client: u8 },
 }

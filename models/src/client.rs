@@ -230,6 +230,7 @@ impl Ctx<'_, '_> {
             cl.round += 1;
             cl.read = None;
             cl.token = None;
+            cl.wrote = false;
             cl.t1 = None;
             cl.t1_shift = 0;
         }
@@ -427,6 +428,7 @@ pub fn crash(x: &mut Ctx, c: u8) {
         cl.wait = None;
         cl.read = None;
         cl.token = None;
+        cl.wrote = false;
         cl.votes.clear();
         cl.t1 = None;
         cl.t1_shift = 0;

@@ -27,10 +27,12 @@ pub enum FaultKind {
     Crash,
     Restart,
     Failover,
+    ResourceRestart,
+    Duplicate,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 8] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::Pause,
         FaultKind::Slow,
         FaultKind::Loss,
@@ -39,6 +41,8 @@ impl FaultKind {
         FaultKind::Crash,
         FaultKind::Restart,
         FaultKind::Failover,
+        FaultKind::ResourceRestart,
+        FaultKind::Duplicate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +55,8 @@ impl FaultKind {
             FaultKind::Crash => "crash",
             FaultKind::Restart => "restart",
             FaultKind::Failover => "failover",
+            FaultKind::ResourceRestart => "resource-restart",
+            FaultKind::Duplicate => "duplicate",
         }
     }
 
@@ -85,8 +91,27 @@ impl FaultKind {
             FaultKind::Failover => {
                 "the Redis primary dies and its replica, holding only what was replicated, is promoted"
             }
+            FaultKind::ResourceRestart => {
+                "the resource restarts: its data survives, a highest token kept in memory (--token-store memory) is forgotten"
+            }
+            FaultKind::Duplicate => {
+                "a client's write that landed is delivered again (a retry after a lost acknowledgement, an at-least-once redelivery)"
+            }
         }
     }
+
+    /// Every kind a lock service and its clients can suffer (all but the
+    /// resource's own).
+    pub const LOCK_SIDE: [FaultKind; 8] = [
+        FaultKind::Pause,
+        FaultKind::Slow,
+        FaultKind::Loss,
+        FaultKind::Delay,
+        FaultKind::ClockJump,
+        FaultKind::Crash,
+        FaultKind::Restart,
+        FaultKind::Failover,
+    ];
 
     fn index(self) -> usize {
         self as usize
@@ -99,11 +124,11 @@ pub const UNLIMITED: u8 = u8::MAX;
 /// Remaining budget per fault kind. Part of the state: a fault used is a
 /// fault that cannot happen again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Budgets(pub [u8; 8]);
+pub struct Budgets(pub [u8; 10]);
 
 impl Budgets {
     pub fn none() -> Budgets {
-        Budgets([0; 8])
+        Budgets([0; 10])
     }
     pub fn get(&self, k: FaultKind) -> u8 {
         self.0[k.index()]
@@ -144,6 +169,8 @@ pub fn kind_of(a: &Action) -> Option<FaultKind> {
         Action::Crash { .. } => Some(FaultKind::Crash),
         Action::Restart { .. } => Some(FaultKind::Restart),
         Action::Failover { .. } => Some(FaultKind::Failover),
+        Action::ResourceRestart => Some(FaultKind::ResourceRestart),
+        Action::Duplicate { .. } => Some(FaultKind::Duplicate),
         _ => None,
     }
 }
@@ -246,7 +273,24 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
                     }
                 }
             }
-            Service::Single | Service::Consensus => {}
+            Service::Single | Service::Consensus | Service::Nothing => {}
+        }
+    }
+    // Only a highest token kept in memory is lost; a restart that finds
+    // none to lose changes nothing and is not offered.
+    if left(FaultKind::ResourceRestart)
+        && m.params.token_store == crate::params::TokenStore::Memory
+        && w.resource.max_token.is_some()
+    {
+        out.push(Action::ResourceRestart);
+    }
+    // A write that landed can be delivered again until its client is done
+    // with the acquisition (then nothing is left to retry it).
+    if left(FaultKind::Duplicate) {
+        for (i, c) in w.clients.iter().enumerate() {
+            if c.wrote {
+                out.push(Action::Duplicate { client: i as u8 });
+            }
         }
     }
 }
@@ -338,6 +382,8 @@ pub fn apply(x: &mut Ctx, a: &Action) -> bool {
         Action::Crash { client } => crate::client::crash(x, client),
         Action::Restart { server } => crate::redis::restart(x, server),
         Action::Failover { server } => crate::redis::failover(x, server),
+        Action::ResourceRestart => crate::resource::restart(x.m, x.w, x.log),
+        Action::Duplicate { client } => crate::resource::duplicate(x.m, x.w, client, x.log),
         _ => return false,
     }
     true

@@ -14,15 +14,19 @@ pub enum Invariant {
     NoLostUpdate,
     TokenMonotonic,
     NoOrphanLock,
+    NoOversell,
+    NoDuplicateEffect,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 5] = [
+    pub const ALL: [Invariant; 7] = [
         Invariant::MutualExclusion,
         Invariant::Ownership,
         Invariant::NoLostUpdate,
         Invariant::TokenMonotonic,
         Invariant::NoOrphanLock,
+        Invariant::NoOversell,
+        Invariant::NoDuplicateEffect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -32,6 +36,8 @@ impl Invariant {
             Invariant::NoLostUpdate => "no_lost_update",
             Invariant::TokenMonotonic => "token_monotonic",
             Invariant::NoOrphanLock => "no_orphan_lock",
+            Invariant::NoOversell => "no_oversell",
+            Invariant::NoDuplicateEffect => "no_duplicate_effect",
         }
     }
 
@@ -55,26 +61,68 @@ impl Invariant {
             Invariant::NoOrphanLock => {
                 "no lock entry outlives its owner forever (no expiry, or renewed for a dead owner)"
             }
+            Invariant::NoOversell => {
+                "the stock never falls below zero (--resource-op check-then-act or conditional, starting at --stock)"
+            }
+            Invariant::NoDuplicateEffect => {
+                "one operation id takes effect once, however often its write is delivered (with the duplicate fault)"
+            }
         }
     }
 
-    /// What the invariant protects: a client's *belief*, the *lock service*'s
-    /// records, the *resource*, or the *token* source. Fencing protocols keep
-    /// the resource safe while beliefs overlap; the report says which is which.
+    /// The layer the invariant protects: a client's *belief*, the *lock
+    /// service*'s records (and its *token* source), the *resource*'s data,
+    /// or the *business* rule built on it. Fencing protocols keep the
+    /// resource safe while beliefs overlap; the report says which is which.
     pub fn category(self) -> &'static str {
         match self {
             Invariant::MutualExclusion => "belief",
             Invariant::Ownership | Invariant::NoOrphanLock => "lock-service",
             Invariant::NoLostUpdate => "resource",
             Invariant::TokenMonotonic => "token",
+            Invariant::NoOversell | Invariant::NoDuplicateEffect => "business",
         }
     }
 
-    /// Whether the invariant says anything about `proto` (only fencing
-    /// protocols grant tokens).
-    pub fn applies(self, proto: &dyn Protocol) -> bool {
+    /// Whether the invariant says anything about model `m` (only fencing
+    /// protocols grant tokens; only a stock can be oversold).
+    pub fn applies(self, m: &LockModel) -> bool {
+        self.not_applicable(m).is_none()
+    }
+
+    /// Why the invariant says nothing about `m`, if it does not.
+    pub fn not_applicable(self, m: &LockModel) -> Option<String> {
+        match self {
+            Invariant::TokenMonotonic if !m.proto.issues_tokens() => {
+                Some(format!("{} grants no fencing tokens", m.proto.name()))
+            }
+            Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock
+                if !m.proto.has_lock() =>
+            {
+                Some(format!("{} has no lock", m.proto.name()))
+            }
+            Invariant::NoOversell if !m.params.resource_op.has_stock() => Some(format!(
+                "no stock: the resource operation is {} (no_oversell needs check-then-act or conditional)",
+                m.params.resource_op.name()
+            )),
+            Invariant::NoDuplicateEffect
+                if m.params.faults.get(crate::faults::FaultKind::Duplicate) == 0 =>
+            {
+                Some("no write is ever delivered twice (switch on the duplicate fault)".to_string())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the invariant says anything about `proto` under its
+    /// default parameters.
+    pub fn applies_to(self, proto: &dyn Protocol) -> bool {
         match self {
             Invariant::TokenMonotonic => proto.issues_tokens(),
+            Invariant::NoOversell | Invariant::NoDuplicateEffect => false,
+            Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock => {
+                proto.has_lock()
+            }
             _ => true,
         }
     }
@@ -86,6 +134,8 @@ impl Invariant {
             Invariant::NoLostUpdate => w.resource.value == w.resource.accepted,
             Invariant::TokenMonotonic => w.ghost.token_regressed.is_none(),
             Invariant::NoOrphanLock => orphan(m, w).is_none(),
+            Invariant::NoOversell => crate::resource::stock_left(m, w.resource.value) >= 0,
+            Invariant::NoDuplicateEffect => !w.ghost.duplicated,
         }
     }
 
@@ -135,6 +185,16 @@ impl Invariant {
                 None => String::new(),
             },
             Invariant::NoOrphanLock => orphan(m, w).unwrap_or_default(),
+            Invariant::NoDuplicateEffect => {
+                "a write delivered twice took effect twice: one operation was applied twice"
+                    .to_string()
+            }
+            Invariant::NoOversell => format!(
+                "{} units were sold from a stock of {}: the stock is {}",
+                w.resource.value,
+                m.params.stock,
+                crate::resource::stock_left(m, w.resource.value)
+            ),
         }
     }
 }

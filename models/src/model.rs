@@ -71,15 +71,16 @@ impl LockModel {
     /// Builds a model after validating its parameters.
     pub fn new(proto: &'static dyn Protocol, params: Params) -> Result<LockModel, ConfigError> {
         params.validate(proto)?;
-        let properties = Invariant::ALL
-            .into_iter()
-            .filter(|i| i.applies(proto))
-            .collect();
-        Ok(LockModel {
+        let mut m = LockModel {
             proto,
             params,
-            properties,
-        })
+            properties: Vec::new(),
+        };
+        m.properties = Invariant::ALL
+            .into_iter()
+            .filter(|i| i.applies(&m))
+            .collect();
+        Ok(m)
     }
 
     fn fifo(&self) -> bool {
@@ -97,7 +98,7 @@ impl LockModel {
             Service::Instances => {
                 vec![RedisNode::new(Role::Primary); self.params.instances as usize]
             }
-            Service::Consensus => Vec::new(),
+            Service::Consensus | Service::Nothing => Vec::new(),
         };
         let service = match self.proto.service() {
             Service::Consensus => Coord {
@@ -112,7 +113,13 @@ impl LockModel {
                 .collect(),
             redis,
             net: Vec::new(),
-            resource: Resource::default(),
+            resource: {
+                let mut r = Resource::default();
+                for i in 0..self.params.unfenced_writers as usize {
+                    r.writers[i] = crate::world::Writer::Ready;
+                }
+                r
+            },
             faults_left: self.params.faults,
             ghost: Default::default(),
             coord: service,
@@ -221,6 +228,13 @@ impl LockModel {
                     guard: Some((wd.wait.clk, self.wait_window(&wd.wait).lo)),
                 });
             }
+        }
+        for writer in crate::resource::writers_ready(w) {
+            // An unfenced writer runs on its own schedule: any time.
+            out.push(Enabled {
+                action: Action::Writer { writer },
+                guard: None,
+            });
         }
         for (i, msg) in w.net.iter().enumerate() {
             let dup = i > 0 && w.net[i - 1] == *msg;
@@ -370,6 +384,7 @@ impl LockModel {
             Action::Replicate { server } => redis::replicate(x, server),
             Action::ComeUp { server } => redis::come_up(x, server as usize),
             Action::SessionExpires { client } => coord::expire(x, client),
+            Action::Writer { writer } => crate::resource::writer_step(self, x.w, writer, x.log),
             _ => {
                 faults::apply(x, a);
             }
@@ -391,6 +406,7 @@ impl LockModel {
             }
             Action::ComeUp { server } => w.server_name(server),
             Action::SessionExpires { .. } => "service".into(),
+            Action::Writer { writer } => crate::resource::writer_name(writer),
             _ => "env".into(),
         }
     }

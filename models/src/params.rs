@@ -39,16 +39,190 @@ pub const MAX_ACQUISITIONS: u8 = 4;
 /// Largest budget for one fault kind.
 pub const MAX_BUDGET: u8 = 4;
 
-/// Where the resource checks fencing tokens.
+/// Where and how the resource checks fencing tokens (article §7.4, "资源端怎么校验").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResourceCheck {
     /// The resource ignores tokens.
     None,
-    /// Writes carry the token and are rejected when it is stale (the article's form).
+    /// Writes carry the token and are rejected when it is stale; check and
+    /// write are one atomic step.
     Write,
     /// Reads and writes carry the token; both are checked and both raise the high-water mark.
     ReadWrite,
+    /// §7.4 1.1 "令牌列加条件更新": one conditional `UPDATE ... SET ...,
+    /// fencing_token = :token WHERE fencing_token < :token`; check and write atomic.
+    UpdateWhere,
+    /// §7.4 1.2 "事务内先检旗后写入" under `SELECT ... FOR UPDATE` (or
+    /// serializable): the row lock makes the check and the write atomic.
+    TxnForUpdate,
+    /// §7.4 1.2 under read-committed without a row lock: the check (a plain
+    /// `SELECT fencing_token`) and the write (`UPDATE ..., fencing_token =
+    /// :token; COMMIT`) are two resource steps; another write can land between.
+    TxnReadCommitted,
+    /// §7.4 2 "支持条件写的存储": a store's compare-and-set with the token as
+    /// the version (`put if version < token`); atomic.
+    Cas,
+    /// §7.4 3 "自研服务类资源": your own service keeps the highest token per
+    /// resource and updates it by compare-and-swap; where it keeps that
+    /// token is `--token-store`.
+    Service,
+}
+
+impl ResourceCheck {
+    pub const ALL: [ResourceCheck; 8] = [
+        ResourceCheck::None,
+        ResourceCheck::Write,
+        ResourceCheck::ReadWrite,
+        ResourceCheck::UpdateWhere,
+        ResourceCheck::TxnForUpdate,
+        ResourceCheck::TxnReadCommitted,
+        ResourceCheck::Cas,
+        ResourceCheck::Service,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ResourceCheck::None => "none",
+            ResourceCheck::Write => "write",
+            ResourceCheck::ReadWrite => "read-write",
+            ResourceCheck::UpdateWhere => "update-where",
+            ResourceCheck::TxnForUpdate => "txn-for-update",
+            ResourceCheck::TxnReadCommitted => "txn-read-committed",
+            ResourceCheck::Cas => "cas",
+            ResourceCheck::Service => "service",
+        }
+    }
+
+    /// The article's words for the form, and what the model makes of it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ResourceCheck::None => "the resource ignores tokens",
+            ResourceCheck::Write => {
+                "writes carry the token, checked and applied in one atomic step (\"客户端向资源写入时必须携带令牌\", §7.1)"
+            }
+            ResourceCheck::ReadWrite => {
+                "reads and writes carry the token; both are checked and both raise the mark (= write --fence-reads)"
+            }
+            ResourceCheck::UpdateWhere => {
+                "§7.4 1.1 令牌列加条件更新: UPDATE ... SET ..., fencing_token = :token WHERE fencing_token < :token (atomic)"
+            }
+            ResourceCheck::TxnForUpdate => {
+                "§7.4 1.2 事务内先检旗后写入, with SELECT ... FOR UPDATE (or serializable): check and write atomic"
+            }
+            ResourceCheck::TxnReadCommitted => {
+                "§7.4 1.2 under read-committed, no row lock: the check and the write are two steps; another write can land between"
+            }
+            ResourceCheck::Cas => {
+                "§7.4 2 支持条件写的存储: compare-and-set with the token as the version (put if version < token; atomic)"
+            }
+            ResourceCheck::Service => {
+                "§7.4 3 自研服务类资源: your service keeps the highest token per resource (where: --token-store)"
+            }
+        }
+    }
+
+    /// Whether the resource compares tokens at all.
+    pub fn checks(self) -> bool {
+        self != ResourceCheck::None
+    }
+
+    /// The rule a form uses unless `--token-rule` says otherwise. The
+    /// article's SQL (`WHERE fencing_token < :token`) and its prose
+    /// ("拒绝一切令牌小于等于该值的写入") let only a strictly greater token
+    /// win: `gt`. The two older forms keep `ge`, and fenced reads need it:
+    /// under `gt` a holder's own fenced read raises the mark to its token
+    /// and its write is then refused.
+    pub fn default_rule(self, fence_reads: bool) -> TokenRule {
+        match self {
+            ResourceCheck::None | ResourceCheck::Write | ResourceCheck::ReadWrite => TokenRule::Ge,
+            _ if fence_reads => TokenRule::Ge,
+            _ => TokenRule::Gt,
+        }
+    }
+}
+
+/// What the critical section does to the resource (`--resource-op`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceOp {
+    /// The client reads the counter on entry and writes `read + 1` back.
+    #[default]
+    Rmw,
+    /// The resource applies the change itself (`SET stock = stock - 1`):
+    /// the client's read does not enter the write.
+    InPlace,
+    /// The client reads the stock, decides in the client ("if stock > 0"),
+    /// then has the resource apply a decrement: the oversell shape.
+    CheckThenAct,
+    /// The resource's own conditional update, `UPDATE ... SET stock =
+    /// stock - 1 WHERE stock > 0`: the business check and the change are
+    /// one atomic step of the resource (article §9.3 "交给资源自己").
+    Conditional,
+}
+
+impl ResourceOp {
+    pub const ALL: [ResourceOp; 4] = [
+        ResourceOp::Rmw,
+        ResourceOp::InPlace,
+        ResourceOp::CheckThenAct,
+        ResourceOp::Conditional,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            ResourceOp::Rmw => "rmw",
+            ResourceOp::InPlace => "in-place",
+            ResourceOp::CheckThenAct => "check-then-act",
+            ResourceOp::Conditional => "conditional",
+        }
+    }
+
+    /// Whether the resource is a stock (judged by `no_oversell`).
+    pub fn has_stock(self) -> bool {
+        matches!(self, ResourceOp::CheckThenAct | ResourceOp::Conditional)
+    }
+}
+
+/// Where a resource that checks tokens keeps the highest token it has seen.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenStore {
+    /// Persisted: a restart of the resource keeps it ("重启后从持久层恢复", §7.4 3).
+    #[default]
+    Durable,
+    /// In memory only: a `resource-restart` fault forgets it.
+    Memory,
+}
+
+impl TokenStore {
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenStore::Durable => "durable",
+            TokenStore::Memory => "memory",
+        }
+    }
+}
+
+/// Initial stock for `--resource-op check-then-act`: one unit, so that two
+/// clients that both see it in stock oversell.
+pub const DEFAULT_STOCK: u8 = 1;
+/// Largest `--stock`.
+pub const MAX_STOCK: u8 = 8;
+/// Largest `--unfenced-writers`.
+pub const MAX_UNFENCED_WRITERS: u8 = 2;
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+fn default_stock() -> u8 {
+    DEFAULT_STOCK
+}
+fn is_default_stock(v: &u8) -> bool {
+    *v == DEFAULT_STOCK
 }
 
 /// How the resource compares a token with the highest one it has seen.
@@ -149,6 +323,28 @@ pub struct Params {
     pub no_recheck: bool,
     /// How the network orders messages (`--network`).
     pub network: Network,
+    /// What the critical section does to the resource (`--resource-op`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub resource_op: ResourceOp,
+    /// Units in stock at the start (`--stock`; business quantity of
+    /// `check-then-act`, judged by `no_oversell`).
+    #[serde(default = "default_stock", skip_serializing_if = "is_default_stock")]
+    pub stock: u8,
+    /// Reads carry the token and are checked too (`--fence-reads`; implied
+    /// by `--resource-check read-write`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fence_reads: bool,
+    /// Where the resource keeps its highest token (`--token-store`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub token_store: TokenStore,
+    /// Writers that bypass the lock and the fence (`--unfenced-writers`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub unfenced_writers: u8,
+    /// Idempotent writes (`--idempotent`, §7.5 幂等设计): the resource keeps a
+    /// unique key on each write's operation id and absorbs a write whose
+    /// operation it has already applied.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub idempotent: bool,
 }
 
 impl Params {
@@ -193,7 +389,19 @@ impl Params {
             token_rule: TokenRule::Ge,
             no_recheck: false,
             network: Network::Fifo,
+            resource_op: ResourceOp::Rmw,
+            stock: DEFAULT_STOCK,
+            fence_reads: false,
+            token_store: TokenStore::Durable,
+            unfenced_writers: 0,
+            idempotent: false,
         }
+    }
+
+    /// Whether reads carry the token and are checked.
+    pub fn reads_fenced(&self) -> bool {
+        self.resource_check == ResourceCheck::ReadWrite
+            || (self.fence_reads && self.resource_check.checks())
     }
 
     /// Redlock's drift allowance, as redlock-rb and redlock-py compute it:
@@ -245,6 +453,7 @@ const RENEWING: &[&str] = &[
     "fencing",
     "zookeeper",
     "etcd",
+    "queue",
 ];
 const ETCD: &[&str] = &["etcd"];
 const REDLOCK: &[&str] = &["redlock"];
@@ -258,7 +467,7 @@ const RESTARTABLE: &[&str] = &[
     "redlock",
     "fencing-redis",
 ];
-const FENCED: &[&str] = &["fencing", "fencing-redis", "zookeeper", "etcd"];
+const FENCED: &[&str] = &["fencing", "fencing-redis", "zookeeper", "etcd", "queue"];
 
 /// Every user-settable parameter.
 pub const PARAMS: &[ParamInfo] = &[
@@ -378,6 +587,36 @@ pub const PARAMS: &[ParamInfo] = &[
         only: Some(FENCED),
     },
     ParamInfo {
+        name: "resource-op",
+        help: "what the critical section does to the resource: rmw, in-place, check-then-act or conditional",
+        only: None,
+    },
+    ParamInfo {
+        name: "stock",
+        help: "units in stock at the start (check-then-act, conditional)",
+        only: None,
+    },
+    ParamInfo {
+        name: "fence-reads",
+        help: "reads carry the token and are checked too",
+        only: Some(FENCED),
+    },
+    ParamInfo {
+        name: "token-store",
+        help: "where the resource keeps its highest token: durable or memory",
+        only: Some(FENCED),
+    },
+    ParamInfo {
+        name: "unfenced-writers",
+        help: "writers that bypass the lock and the fence (a batch job, an old client)",
+        only: None,
+    },
+    ParamInfo {
+        name: "idempotent",
+        help: "the resource absorbs a write whose operation id it has already applied",
+        only: None,
+    },
+    ParamInfo {
         name: "network",
         help: "fifo: one ordered TCP connection per client, server and channel, a new one after a timeout; unordered: any message may overtake any other",
         only: None,
@@ -418,6 +657,53 @@ fn range<T: PartialOrd + std::fmt::Display>(
 }
 
 impl Params {
+    /// The resource options fit together and with the protocol.
+    fn validate_resource(
+        &self,
+        protocol: &dyn crate::protocols::Protocol,
+    ) -> Result<(), ConfigError> {
+        range(
+            "unfenced-writers",
+            self.unfenced_writers,
+            0,
+            MAX_UNFENCED_WRITERS,
+        )?;
+        if self.resource_op.has_stock() {
+            range("stock", self.stock, 0, MAX_STOCK)?;
+        } else if self.stock != DEFAULT_STOCK {
+            return Err(ConfigError(format!(
+                "--stock applies to --resource-op check-then-act or conditional only (this model's is {})",
+                self.resource_op.name()
+            )));
+        }
+        if self.resource_check.checks() && !protocol.issues_tokens() {
+            return Err(ConfigError(format!(
+                "--resource-check {} does not apply to {}: it grants no fencing tokens (allowed: none)",
+                self.resource_check.name(),
+                protocol.name()
+            )));
+        }
+        if self.fence_reads && !self.resource_check.checks() {
+            return Err(ConfigError(
+                "--fence-reads needs a token check: --resource-check is none (allowed with any other form)"
+                    .into(),
+            ));
+        }
+        if self.token_store == TokenStore::Memory
+            && !matches!(
+                self.resource_check,
+                ResourceCheck::Service | ResourceCheck::Write | ResourceCheck::ReadWrite
+            )
+        {
+            return Err(ConfigError(format!(
+                "--token-store memory needs a resource that keeps its highest token itself: \
+                 --resource-check service, write or read-write (this model's is {}; a database's token column and a store's version are stored with the data)",
+                self.resource_check.name()
+            )));
+        }
+        Ok(())
+    }
+
     /// Extra limits for exhaustive search (`check`, `explore`).
     pub fn validate_for_search(&self) -> Result<(), ConfigError> {
         for k in FaultKind::ALL {
@@ -478,8 +764,21 @@ impl Params {
             range("quorum", self.quorum, 1, self.instances)?;
             range("drift-factor-ppm", self.drift_factor_ppm, 0, 1_000_000)?;
         }
+        self.validate_resource(protocol)?;
         for k in FaultKind::ALL {
             let b = self.faults.get(k);
+            if k == FaultKind::Duplicate {
+                // Any client's write can be delivered twice.
+                continue;
+            }
+            if k == FaultKind::ResourceRestart {
+                if b > 0 && self.token_store != TokenStore::Memory {
+                    return Err(ConfigError(
+                        "fault 'resource-restart' needs --token-store memory: the resource's data and a durable token survive a restart, so it would change nothing".into(),
+                    ));
+                }
+                continue;
+            }
             if b > 0 && !protocol.faults().contains(&k) {
                 let allowed: Vec<&str> = protocol.faults().iter().map(|f| f.name()).collect();
                 return Err(ConfigError(format!(

@@ -1,5 +1,6 @@
-//! Redis server semantics, as real Redis 7 behaves (docs/model.md, "Redis,
-//! as Redis behaves", gives the sources):
+//! Redis server semantics, as real Redis 7 behaves (sources: `src/db.c`
+//! `keyIsExpired`, `src/expire.c`, `src/server.c` `call`, and the `SET`,
+//! `EXPIRE`, `EVAL` and replication pages of the Redis documentation):
 //!
 //! * a command or script runs atomically, with time frozen, so nothing
 //!   expires in the middle of a Lua script;

@@ -4,8 +4,8 @@
 //!
 //! Why not stateright's BFS: in 0.31 a search with several properties
 //! overwrites earlier discoveries with later, longer paths, multi-threaded
-//! BFS is not shortest, and `symmetry()` is ignored by BFS (see
-//! `shared/reference/stateright-notes.md`). This search checks every
+//! BFS is not shortest, and `symmetry()` is ignored by BFS (stateright 0.31,
+//! `src/checker/bfs.rs`). This search checks every
 //! invariant in one pass and keeps, for each, the *first* violating state it
 //! meets; because it finishes each depth before the next, that state is at
 //! the smallest depth, so its path is a shortest counterexample. It
@@ -29,7 +29,7 @@ use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
 use crate::model::LockModel;
 use crate::world::World;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};

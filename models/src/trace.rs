@@ -71,6 +71,9 @@ pub fn action_text(a: &Action) -> String {
         Action::Crash { client } => format!("FAULT crash c{}", client + 1),
         Action::Restart { server } => format!("FAULT restart redis{}", server + 1),
         Action::Failover { server } => format!("FAULT failover redis{}", server + 1),
+        Action::Writer { writer } => format!("w{} steps", writer + 1),
+        Action::ResourceRestart => "FAULT resource restart".to_string(),
+        Action::Duplicate { client } => format!("FAULT duplicate write of c{}", client + 1),
     }
 }
 

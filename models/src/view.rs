@@ -288,6 +288,11 @@ pub fn view(m: &LockModel, s: &CState, clocks: &Clocks) -> StateView {
             value: w.resource.value as u64,
             accepted_writes: w.resource.accepted as u64,
             max_token: w.resource.max_token.map(|t| t as u64),
+            stock: m
+                .params
+                .resource_op
+                .has_stock()
+                .then(|| crate::resource::stock_left(m, w.resource.value) as i64),
         },
         network: w.net.iter().map(|msg| message(s, msg)).collect(),
         faults_left: crate::faults::FaultKind::ALL

@@ -427,6 +427,9 @@ pub struct Client {
     pub read: Option<u8>,
     /// Fencing token of the current hold.
     pub token: Option<u16>,
+    /// This acquisition's write landed (a `duplicate` fault can deliver it again).
+    #[serde(default)]
+    pub wrote: bool,
     pub wd: Option<Watchdog>,
     /// Redlock: per-instance votes of the current attempt.
     pub votes: Vec<Vote>,
@@ -451,6 +454,7 @@ impl Client {
             round: 0,
             read: None,
             token: None,
+            wrote: false,
             wd: None,
             votes: Vec::new(),
             t1: None,
@@ -478,8 +482,10 @@ impl Client {
 }
 
 
-/// The protected resource: a counter every critical section increments by
-/// read-modify-write, and the highest fencing token it has seen.
+/// The protected resource (see `resource.rs`): a counter of the changes
+/// applied (increments for `rmw` and `in-place`, units taken from the stock
+/// for `check-then-act`), the writes it accepted, the highest fencing token
+/// it has seen, and the unfenced writers' progress.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
@@ -487,6 +493,24 @@ pub struct Resource {
     pub value: u8,
     pub accepted: u8,
     pub max_token: Option<u16>,
+    /// Unfenced writers (no lock, no token), by index.
+    pub writers: [Writer; crate::params::MAX_UNFENCED_WRITERS as usize],
+}
+
+/// Where an unfenced writer (a batch job, an old client version) is: it
+/// reads, then writes, bypassing the lock and the fence.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Writer {
+    /// Not present, or finished.
+    #[default]
+    Done,
+    /// About to read.
+    Ready,
+    /// Has read this value; its write is next.
+    Read(u8),
 }
 
 /// Facts about transitions that invariants need: recorded in the state so
@@ -502,6 +526,9 @@ pub struct Ghost {
     pub last_token: Option<u16>,
     /// A token was granted that was not above every earlier one: (token, previous highest).
     pub token_regressed: Option<(u16, u16)>,
+    /// An operation's write took effect a second time (`no_duplicate_effect`).
+    #[serde(default)]
+    pub duplicated: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ fn fault_free_runs_satisfy_every_invariant() {
         let m = model(p, &[]);
         let all: Vec<Invariant> = Invariant::ALL
             .into_iter()
-            .filter(|i| i.applies(m.proto))
+            .filter(|i| i.applies(&m))
             .collect();
         let r = check(&m, &all);
         assert!(

@@ -31,12 +31,12 @@
 //! lease or session expires on the server's own clock while the driver
 //! waits in real time ([`TimeMap`]).
 
+use crate::Error;
 use crate::coordsrv::{CoordOptions, CoordServer};
 use crate::etcd::{self, Etcd, EtcdError, Kv, WatchStream, b64};
 use crate::report::{Check, Report, Row, ServerLine, Timing, Verdict};
 use crate::timemap::{System, TimeMap};
 use crate::zk::{self, ZkConn, ZkError};
-use crate::{Error, interrupt};
 use locklab_models::LockModel;
 use locklab_models::action::Action;
 use locklab_models::invariants::Invariant;
@@ -349,27 +349,9 @@ impl Driver<'_> {
     }
 
     fn wait_until(&mut self, ticks: u64, index: usize) -> Result<(), Error> {
-        let target = self.t0 + self.time.at(ticks);
-        let tolerance = self.time.tolerance();
-        loop {
-            if interrupt::interrupted() {
-                return Err(Error::Interrupted);
-            }
-            let now = Instant::now();
-            if now >= target {
-                let late = now - target;
-                if late > tolerance {
-                    return Err(Error::Env(format!(
-                        "the driver fell {} ms behind the schedule at step {index} (more than {} ms, 0.4 tick): real expiries could no longer be trusted to fall between ticks; rerun with a larger --tick-ms on a less busy machine",
-                        late.as_millis(),
-                        tolerance.as_millis()
-                    )));
-                }
-                self.max_late = self.max_late.max(late);
-                return Ok(());
-            }
-            std::thread::sleep((target - now).min(Duration::from_millis(10)));
-        }
+        let late = self.time.wait_until(self.t0, ticks, index)?;
+        self.max_late = self.max_late.max(late);
+        Ok(())
     }
 
     /// The real side of one step. Returns the model's reply and the real
@@ -1369,11 +1351,18 @@ impl Driver<'_> {
                 }
                 n >= 2 && all
             }
-            Invariant::NoLostUpdate => {
-                lines.push(format!(
-                    "the resource is the driver's (the model's): it accepted {} writes and holds {}",
-                    w.resource.accepted, w.resource.value
-                ));
+            Invariant::NoLostUpdate | Invariant::NoOversell => {
+                lines.push(if inv == Invariant::NoOversell {
+                    format!(
+                        "the resource is the driver's (the model's): {} units taken from a stock of {}",
+                        w.resource.value, self.m.params.stock
+                    )
+                } else {
+                    format!(
+                        "the resource is the driver's (the model's): it accepted {} writes and holds {}",
+                        w.resource.accepted, w.resource.value
+                    )
+                });
                 let mut all = !self.ev.writes.is_empty();
                 for (step, c, ok) in &self.ev.writes {
                     all &= ok;
@@ -1416,6 +1405,13 @@ impl Driver<'_> {
                         false
                     }
                 }
+            }
+            Invariant::NoDuplicateEffect => {
+                lines.push(
+                    "the resource is the driver's (the model's): a write delivered twice took effect twice"
+                        .into(),
+                );
+                false
             }
             Invariant::Ownership | Invariant::NoOrphanLock => {
                 lines.push(format!(

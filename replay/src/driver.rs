@@ -19,12 +19,12 @@
 //!   (`GET`, `PTTL`, and the token counter for fenced protocols) on each
 //!   serving primary and compares it with the model's state.
 
+use crate::Error;
 use crate::coordsrv::CoordOptions;
 use crate::report::{Check, Report, Row, ServerLine, Timing, Verdict};
 use crate::resp::{Conn, Value};
 use crate::servers::{Cluster, ServerOptions, ServerSpec};
 use crate::timemap::{System, TimeMap};
-use crate::{Error, interrupt};
 use locklab_models::action::Action;
 use locklab_models::invariants::Invariant;
 use locklab_models::protocols::Service;
@@ -531,27 +531,9 @@ impl Driver<'_> {
         let map = TimeMap {
             tick_ms: self.tick_ms,
         };
-        let target = self.t0 + map.at(ticks);
-        let tolerance = map.tolerance();
-        loop {
-            if interrupt::interrupted() {
-                return Err(Error::Interrupted);
-            }
-            let now = Instant::now();
-            if now >= target {
-                let late = now - target;
-                if late > tolerance {
-                    return Err(Error::Env(format!(
-                        "the driver fell {} ms behind the schedule at step {index} (more than {} ms, 0.4 tick): real expiries could no longer be trusted to fall between ticks; rerun with a larger --tick-ms on a less busy machine",
-                        late.as_millis(),
-                        tolerance.as_millis()
-                    )));
-                }
-                self.max_late = self.max_late.max(late);
-                return Ok(());
-            }
-            std::thread::sleep((target - now).min(Duration::from_millis(10)));
-        }
+        let late = map.wait_until(self.t0, ticks, index)?;
+        self.max_late = self.max_late.max(late);
+        Ok(())
     }
 
     fn name(&self, s: usize) -> String {
@@ -654,6 +636,10 @@ impl Driver<'_> {
                 "the driver stops running {}'s business thread",
                 client(c)
             )),
+            Action::Writer { .. } | Action::ResourceRestart | Action::Duplicate { .. } => did.push(
+                "nothing to do on Redis: the resource and its unfenced writers are the driver's (the model's)"
+                    .into(),
+            ),
             Action::Step { .. }
             | Action::Watchdog { .. }
             | Action::Slow { .. }
@@ -1056,6 +1042,33 @@ impl Driver<'_> {
                 lines.push(format!(
                     "the resource is the driver's (the model's): it accepted {} writes and holds {}",
                     w.resource.accepted, w.resource.value
+                ));
+                let mut all = !self.ev.writes.is_empty();
+                for (step, c, ok) in &self.ev.writes {
+                    all &= ok;
+                    lines.push(format!(
+                        "step {step}: {} wrote while holding a lock real Redis {}",
+                        w.client_name(*c),
+                        if *ok {
+                            "had granted it"
+                        } else {
+                            "had NOT granted it"
+                        }
+                    ));
+                }
+                all
+            }
+            Invariant::NoDuplicateEffect => {
+                lines.push(
+                    "the resource is the driver's (the model's): a write delivered twice took effect twice"
+                        .into(),
+                );
+                false
+            }
+            Invariant::NoOversell => {
+                lines.push(format!(
+                    "the resource is the driver's (the model's): {} units taken from a stock of {}",
+                    w.resource.value, self.m.params.stock
                 ));
                 let mut all = !self.ev.writes.is_empty();
                 for (step, c, ok) in &self.ev.writes {

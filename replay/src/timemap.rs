@@ -13,7 +13,7 @@
 //! for the driver's lateness and the server's own expiry granularity.
 
 use locklab_models::world::Ticks;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How model time maps to real time in one replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +34,38 @@ fn zk_tick_time(tick_ms: u64) -> u64 {
 }
 
 impl TimeMap {
+    /// Sleeps until model time `ticks` (counted from `t0`) in real time
+    /// and returns how late it woke; fails if it is already so late that
+    /// real expiries could fall on the wrong side of a tick, or on Ctrl-C.
+    /// Both drivers (Redis, consensus) keep their schedule with this.
+    pub fn wait_until(
+        &self,
+        t0: Instant,
+        ticks: u64,
+        index: usize,
+    ) -> Result<Duration, crate::Error> {
+        let target = t0 + self.at(ticks);
+        let tolerance = self.tolerance();
+        loop {
+            if crate::interrupt::interrupted() {
+                return Err(crate::Error::Interrupted);
+            }
+            let now = Instant::now();
+            if now >= target {
+                let late = now - target;
+                if late > tolerance {
+                    return Err(crate::Error::Env(format!(
+                        "the driver fell {} ms behind the schedule at step {index} (more than {} ms, 0.4 tick): real expiries could no longer be trusted to fall between ticks; rerun with a larger --tick-ms on a less busy machine",
+                        late.as_millis(),
+                        tolerance.as_millis()
+                    )));
+                }
+                return Ok(late);
+            }
+            std::thread::sleep((target - now).min(Duration::from_millis(10)));
+        }
+    }
+
     /// Real time, from the replay's start, at which model time `ticks` is due.
     pub fn at(&self, ticks: u64) -> Duration {
         Duration::from_millis(ticks * self.tick_ms)

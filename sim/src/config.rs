@@ -487,11 +487,7 @@ pub static OPTIONS: &[Opt] = &[
         kind: Kind::Choice,
         get: |c| {
             c.resource_check
-                .map(|r| match r {
-                    ResourceCheck::None => "none",
-                    ResourceCheck::Write => "write",
-                    ResourceCheck::ReadWrite => "read-write",
-                })
+                .map(|r| r.name())
                 .unwrap_or_default()
                 .to_string()
         },

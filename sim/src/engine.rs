@@ -37,13 +37,13 @@ pub struct Plan {
     pub cfg: SimConfig,
     pub m: LockModel,
     /// Per entry of `Invariant::ALL`: whether it applies to the protocol.
-    pub applies: [bool; 5],
+    pub applies: [bool; Invariant::ALL.len()],
     work: LogNormal,
     latency: LogNormal,
     repl_lag: LogNormal,
     replicated: bool,
     pause: LogNormal,
-    on: [bool; 8],
+    on: [bool; FaultKind::ALL.len()],
     /// Redis servers a failover can strike.
     failover_targets: Vec<u8>,
 }
@@ -53,18 +53,18 @@ impl Plan {
         cfg.validate()?;
         let m = cfg.model()?;
         let proto = m.proto;
-        let mut on = [false; 8];
+        let mut on = [false; FaultKind::ALL.len()];
         for (i, k) in FaultKind::ALL.into_iter().enumerate() {
             on[i] = m.params.faults.get(k) > 0;
         }
         let failover_targets = match proto.service() {
             Service::Replicated => vec![0],
             Service::Instances => (0..m.params.instances).collect(),
-            Service::Single | Service::Consensus => vec![],
+            Service::Single | Service::Consensus | Service::Nothing => vec![],
         };
         Ok(Plan {
             cfg: cfg.clone(),
-            applies: Invariant::ALL.map(|i| i.applies(proto)),
+            applies: Invariant::ALL.map(|i| i.applies(&m)),
             work: LogNormal::from_percentiles(cfg.work_p50, cfg.work_p99),
             latency: LogNormal::from_percentiles(cfg.latency_p50, cfg.latency_p99),
             repl_lag: LogNormal::from_percentiles(cfg.repl_lag_p50, cfg.repl_lag_p99),
@@ -112,7 +112,7 @@ pub struct RunResult {
     /// cap, or stuck with nothing left that could happen.
     pub cut: bool,
     /// Per entry of `Invariant::ALL`: its first violation.
-    pub broke: [Option<Break>; 5],
+    pub broke: [Option<Break>; Invariant::ALL.len()],
     /// Every action applied, when recording.
     pub path: Vec<Action>,
 }
@@ -303,7 +303,7 @@ impl<'p> Runner<'p> {
     }
 
     fn all_broken(&self) -> bool {
-        (0..5).all(|i| !self.plan.applies[i] || self.out.broke[i].is_some())
+        (0..Invariant::ALL.len()).all(|i| !self.plan.applies[i] || self.out.broke[i].is_some())
     }
 
     /// Applies one model action and updates everything that follows from it.

@@ -99,6 +99,20 @@ pub const CHROMEDRIVER: Tool = Tool {
     names: &["chromedriver"],
     package: "chromium-driver",
 };
+pub const ETCD: Tool = Tool {
+    names: &["etcd"],
+    package: "etcd-server",
+};
+/// ZooKeeper's server jar (Debian puts it in /usr/share/java).
+pub const ZOOKEEPER: Tool = Tool {
+    names: &["zookeeper.jar"],
+    package: "zookeeper",
+};
+/// The JVM ZooKeeper runs on (the zookeeper package brings one).
+pub const JAVA: Tool = Tool {
+    names: &["java"],
+    package: "zookeeper",
+};
 
 /// Where `tool` is installed: on PATH, or in the places Debian puts it.
 pub fn find(tool: Tool) -> Option<PathBuf> {
@@ -106,6 +120,7 @@ pub fn find(tool: Tool) -> Option<PathBuf> {
     for dir in std::env::split_paths(&path).chain([
         PathBuf::from("/usr/bin"),
         PathBuf::from("/usr/lib/chromium"),
+        PathBuf::from("/usr/share/java"),
     ]) {
         for n in tool.names {
             let p = dir.join(n);
@@ -164,5 +179,50 @@ pub fn require(test: &str, tools: &[Tool]) -> bool {
             false
         }
         Err(message) => panic!("{message}"),
+    }
+}
+
+/// Bytes of a command's output as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+/// Runs `locklab check ARGS --json DIR/NAME.json` for a replay test; the
+/// search must find the violation.
+pub fn check(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let out = dir.join(format!("{name}.json"));
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--no-fault-analysis", "--json", out.to_str().unwrap()]);
+    let o = locklab(&all);
+    assert_eq!(o.status.code(), Some(1), "{all:?}: {}", text(&o.stderr));
+    out
+}
+
+/// PIDs from a replay report's cleanup line.
+pub fn pids(stdout: &str) -> Vec<u32> {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("cleanup:"))
+        .expect("a cleanup line");
+    let start = line.find("(pids ").expect("pids") + 6;
+    let end = start + line[start..].find(';').expect("end of the pid list");
+    line[start..end]
+        .split(", ")
+        .map(|p| p.parse().unwrap())
+        .collect()
+}
+
+/// Whether process `pid` still exists.
+pub fn running(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Every server a replay report names is gone.
+pub fn all_gone(out: &str) {
+    let ps = pids(out);
+    assert!(!ps.is_empty(), "{out}");
+    for p in ps {
+        assert!(!running(p), "server pid {p} is still running");
     }
 }

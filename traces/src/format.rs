@@ -231,6 +231,9 @@ pub struct ResourceView {
     pub accepted_writes: u64,
     /// Highest fencing token seen, if the resource checks tokens.
     pub max_token: Option<u64>,
+    /// Units left in stock (`check-then-act` only; below zero = oversold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -369,9 +369,18 @@ impl Teller<'_> {
                         .and_then(|c| c.token)
                         .map(|tok| format!(" with token {tok}"))
                         .unwrap_or_default();
+                    // With a stock (check-then-act) the counter is the
+                    // units taken: the client saw what was left.
+                    let initial = after
+                        .resource
+                        .stock
+                        .map(|s| s + after.resource.value as i64);
                     let read = c
                         .and_then(|c| c.read)
-                        .map(|r| format!(" and reads {r} from the resource"))
+                        .map(|r| match initial {
+                            Some(i) => format!(" and reads stock {}", i - r as i64),
+                            None => format!(" and reads {r} from the resource"),
+                        })
                         .unwrap_or_default();
                     let gone = if hold(t, after, &e.at).held() {
                         ""
@@ -437,6 +446,15 @@ impl Teller<'_> {
                     e.peer.as_deref().unwrap_or("?")
                 )),
                 EventKind::Fault => out.push(format!("{}: {}", e.at, e.text)),
+                // What a client or writer does at the resource besides a
+                // write: a transaction's separate check, a sale not made,
+                // an unfenced writer's read.
+                EventKind::Note if e.peer.as_deref() == Some("resource") => {
+                    out.push(format!("{}: {}", e.at, e.text))
+                }
+                EventKind::Read if client(after, &e.at).is_none() => {
+                    out.push(format!("{} {}", e.at, e.text))
+                }
                 _ => {}
             }
         }

@@ -76,9 +76,13 @@ pub fn lock_summary(s: &StateView) -> String {
 /// `value/writes` plus the highest token when the resource checks tokens.
 pub fn resource_summary(s: &StateView) -> String {
     let r = &s.resource;
-    match r.max_token {
-        Some(t) => format!("{}/{} tok {}", r.value, r.accepted_writes, t),
+    let base = match r.stock {
+        Some(st) => format!("stock {st} {}/{}", r.value, r.accepted_writes),
         None => format!("{}/{}", r.value, r.accepted_writes),
+    };
+    match r.max_token {
+        Some(t) => format!("{base} tok {t}"),
+        None => base,
     }
 }
 

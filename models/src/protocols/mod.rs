@@ -16,6 +16,8 @@ mod fencing_redis;
 mod get_del;
 mod lua_release;
 mod naive_del;
+mod no_lock;
+mod queue;
 pub mod redis_client;
 mod redlock;
 mod replicated;
@@ -29,6 +31,8 @@ pub use fencing_redis::FencingRedis;
 pub use get_del::GetDel;
 pub use lua_release::LuaRelease;
 pub use naive_del::NaiveDel;
+pub use no_lock::NoLock;
+pub use queue::Queue;
 pub use redlock::Redlock;
 pub use replicated::Replicated;
 pub use setnx_expire::SetnxExpire;
@@ -57,6 +61,8 @@ pub enum Service {
     Instances,
     /// A consensus-backed lock service (ZooKeeper, etcd).
     Consensus,
+    /// No lock service at all (`no-lock`).
+    Nothing,
 }
 
 /// Fault kinds a consensus-backed service and its clients can suffer: no
@@ -105,6 +111,11 @@ pub trait Protocol: Send + Sync {
     /// session, while it waits).
     fn renewal(&self) -> Renewal {
         Renewal::None
+    }
+    /// Whether there is a lock at all (`no-lock` has none: no belief to
+    /// hold, no lock entry to own or orphan).
+    fn has_lock(&self) -> bool {
+        true
     }
     /// Whether the lock service hands out fencing tokens.
     fn issues_tokens(&self) -> bool {
@@ -201,6 +212,8 @@ pub static ALL: &[&dyn Protocol] = &[
     &FencingRedis,
     &Zookeeper,
     &Etcd,
+    &Queue,
+    &NoLock,
 ];
 
 /// Looks a protocol up by its CLI name.

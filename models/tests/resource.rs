@@ -1,0 +1,495 @@
+//! The resource side (issue 13, article §7.4): what the critical section
+//! does to the resource, how the resource checks tokens, and what its own
+//! faults and actors do. Every verdict here is computed by the search.
+
+mod common;
+use common::*;
+use locklab_models::params::{ResourceCheck, ResourceOp, TokenRule, TokenStore};
+use locklab_models::search::{SearchOptions, search};
+use locklab_models::{Action, FaultKind::*, Invariant, Invariant::*, LockModel, Params};
+use locklab_traces::EventKind;
+
+/// Every fault kind the consensus service and its clients can suffer.
+const CONSENSUS: &[locklab_models::FaultKind] = &[Pause, Slow, Loss, Delay, Crash];
+
+/// The token-checking forms.
+const FORMS: [ResourceCheck; 7] = [
+    ResourceCheck::Write,
+    ResourceCheck::ReadWrite,
+    ResourceCheck::UpdateWhere,
+    ResourceCheck::TxnForUpdate,
+    ResourceCheck::TxnReadCommitted,
+    ResourceCheck::Cas,
+    ResourceCheck::Service,
+];
+
+/// The forms whose check and write are one atomic step.
+const ATOMIC: [ResourceCheck; 5] = [
+    ResourceCheck::Write,
+    ResourceCheck::UpdateWhere,
+    ResourceCheck::TxnForUpdate,
+    ResourceCheck::Cas,
+    ResourceCheck::Service,
+];
+
+fn fencing(
+    faults: &[locklab_models::FaultKind],
+    op: ResourceOp,
+    check: ResourceCheck,
+    fence_reads: bool,
+    more: impl FnOnce(&mut Params),
+) -> LockModel {
+    model_with("fencing", faults, |p| {
+        p.resource_op = op;
+        p.resource_check = check;
+        p.fence_reads = fence_reads && check.checks();
+        p.token_rule = check.default_rule(p.fence_reads);
+        // At most two faults at once keeps every search small.
+        p.max_faults = Some(2);
+        more(p);
+    })
+}
+
+/// Asserts `inv` holds exhaustively and that writes were really accepted
+/// (not a vacuous "holds").
+fn holds_with_writes(m: &LockModel, inv: Invariant, writes: u8) {
+    let r = check(m, &[inv]);
+    assert!(
+        !r.violations.contains_key(&inv),
+        "{} should hold for {:?}: {}-step counterexample",
+        inv.name(),
+        m.params,
+        r.violations.get(&inv).map_or(0, |p| p.len())
+    );
+    assert!(r.exhaustive(), "not exhaustive: {:?}", m.params);
+    assert!(
+        r.max_accepted_writes >= writes,
+        "{} holds only because {} writes were accepted ({:?})",
+        inv.name(),
+        r.max_accepted_writes,
+        m.params
+    );
+}
+
+/// The events of the shortest counterexample of `inv` in `m`, step by step.
+fn trace_of(m: &LockModel, inv: Invariant) -> locklab_traces::Trace {
+    let r = check(m, &[inv]);
+    let path = r
+        .violations
+        .get(&inv)
+        .unwrap_or_else(|| panic!("{} should break for {:?}", inv.name(), m.params));
+    locklab_models::trace::build(m, path, inv, "check", None).expect("the trace replays")
+}
+
+#[test]
+fn write_only_fencing_with_in_place_updates_loses_no_update_under_a_pause() {
+    // The article's own SQL: the resource applies `stock = stock - 1`
+    // itself, so the stale holder's write cannot overwrite anything.
+    for check in [ResourceCheck::Write, ResourceCheck::UpdateWhere] {
+        let m = fencing(&[Pause], ResourceOp::InPlace, check, false, |_| {});
+        holds_with_writes(&m, NoLostUpdate, 2);
+        // Under every fault the service can suffer, two at a time, too.
+        let m = fencing(CONSENSUS, ResourceOp::InPlace, check, false, |_| {});
+        holds_with_writes(&m, NoLostUpdate, 2);
+    }
+}
+
+#[test]
+fn write_only_fencing_with_rmw_still_loses_an_update() {
+    for check in [ResourceCheck::Write, ResourceCheck::UpdateWhere] {
+        let m = fencing(&[Pause], ResourceOp::Rmw, check, false, |_| {});
+        assert_eq!(violated(&m, NoLostUpdate), 18, "{check:?}");
+    }
+}
+
+#[test]
+fn write_only_fencing_with_check_then_act_oversells_unless_reads_are_fenced() {
+    for check in ATOMIC {
+        let m = fencing(&[Pause], ResourceOp::CheckThenAct, check, false, |_| {});
+        assert_eq!(violated(&m, NoOversell), 18, "{check:?}");
+        let m = fencing(CONSENSUS, ResourceOp::CheckThenAct, check, true, |_| {});
+        holds_with_writes(&m, NoOversell, 1);
+    }
+    let m = fencing(
+        CONSENSUS,
+        ResourceOp::CheckThenAct,
+        ResourceCheck::ReadWrite,
+        false,
+        |_| {},
+    );
+    holds_with_writes(&m, NoOversell, 1);
+}
+
+#[test]
+fn fenced_reads_keep_a_read_modify_write_correct_in_every_atomic_form() {
+    for check in ATOMIC {
+        let m = fencing(CONSENSUS, ResourceOp::Rmw, check, true, |_| {});
+        holds_with_writes(&m, NoLostUpdate, 2);
+    }
+}
+
+#[test]
+fn a_read_committed_check_then_write_lets_the_other_write_in_between() {
+    let m = fencing(
+        &[Pause],
+        ResourceOp::Rmw,
+        ResourceCheck::TxnReadCommitted,
+        true,
+        |_| {},
+    );
+    let t = trace_of(&m, NoLostUpdate);
+    assert_eq!(t.steps.len(), 20);
+    // The client whose write loses the update checked its token in an
+    // earlier step; the other client's write landed between the two.
+    let last = t.steps.last().unwrap();
+    let loser = last
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Write)
+        .expect("the last step writes")
+        .at
+        .clone();
+    let at = |pred: &dyn Fn(&locklab_traces::Event) -> bool| {
+        t.steps
+            .iter()
+            .position(|s| s.events.iter().any(pred))
+            .expect("the event is in the trace")
+    };
+    let checked = at(&|e| e.at == loser && e.text.starts_with("BEGIN; SELECT fencing_token"));
+    let other = at(&|e| e.kind == EventKind::Write && e.at != loser);
+    assert!(
+        checked < other && other < t.steps.len() - 1,
+        "check at {checked}, other write at {other}"
+    );
+    // With FOR UPDATE (or any atomic form) the same world keeps the update.
+    let m = fencing(
+        CONSENSUS,
+        ResourceOp::Rmw,
+        ResourceCheck::TxnForUpdate,
+        true,
+        |_| {},
+    );
+    holds_with_writes(&m, NoLostUpdate, 2);
+    // And the oversell shape breaks the same way.
+    let m = fencing(
+        &[Pause],
+        ResourceOp::CheckThenAct,
+        ResourceCheck::TxnReadCommitted,
+        true,
+        |_| {},
+    );
+    violated(&m, NoOversell);
+}
+
+#[test]
+fn a_resource_that_forgets_its_highest_token_on_restart_accepts_a_stale_write() {
+    for check in [ResourceCheck::Service, ResourceCheck::ReadWrite] {
+        let memory = fencing(
+            &[Pause, ResourceRestart],
+            ResourceOp::Rmw,
+            check,
+            true,
+            |p| p.token_store = TokenStore::Memory,
+        );
+        let t = trace_of(&memory, NoLostUpdate);
+        assert!(
+            t.steps
+                .iter()
+                .any(|s| s.events.iter().any(|e| e.kind == EventKind::Fault
+                    && e.at == "resource"
+                    && e.text.starts_with("RESTARTS"))),
+            "the stale write needs the restart"
+        );
+        // The same resource with the token kept durably (a restart then
+        // loses nothing and is not a fault it suffers).
+        let durable = fencing(CONSENSUS, ResourceOp::Rmw, check, true, |_| {});
+        holds_with_writes(&durable, NoLostUpdate, 2);
+        // A memory store without a restart is as good as a durable one.
+        let no_restart = fencing(&[Pause], ResourceOp::Rmw, check, true, |p| {
+            p.token_store = TokenStore::Memory
+        });
+        holds_with_writes(&no_restart, NoLostUpdate, 2);
+    }
+}
+
+#[test]
+fn an_unfenced_writer_loses_an_update_whatever_the_check() {
+    for check in std::iter::once(ResourceCheck::None).chain(FORMS) {
+        for fence_reads in [false, true] {
+            let m = fencing(&[], ResourceOp::Rmw, check, fence_reads, |p| {
+                p.unfenced_writers = 1
+            });
+            let path = check_path(&m, NoLostUpdate);
+            assert!(
+                path.iter().any(|a| matches!(a, Action::Writer { .. })),
+                "{check:?}"
+            );
+            let m = fencing(&[], ResourceOp::CheckThenAct, check, fence_reads, |p| {
+                p.unfenced_writers = 1
+            });
+            violated(&m, NoOversell);
+        }
+    }
+}
+
+fn check_path(m: &LockModel, inv: Invariant) -> Vec<Action> {
+    let r = check(m, &[inv]);
+    r.violations
+        .get(&inv)
+        .unwrap_or_else(|| panic!("{} should break for {:?}", inv.name(), m.params))
+        .clone()
+}
+
+#[test]
+fn fault_free_runs_of_every_resource_form_hold_every_invariant() {
+    for op in ResourceOp::ALL {
+        for check in std::iter::once(ResourceCheck::None).chain(FORMS) {
+            for fence_reads in [false, true] {
+                for store in [TokenStore::Durable, TokenStore::Memory] {
+                    if store == TokenStore::Memory
+                        && !matches!(
+                            check,
+                            ResourceCheck::Service
+                                | ResourceCheck::Write
+                                | ResourceCheck::ReadWrite
+                        )
+                    {
+                        continue;
+                    }
+                    let m = fencing(&[], op, check, fence_reads, |p| p.token_store = store);
+                    let all: Vec<Invariant> = Invariant::ALL
+                        .into_iter()
+                        .filter(|i| i.applies(&m))
+                        .collect();
+                    let r = check_all(&m, &all);
+                    assert!(
+                        r.violations.is_empty(),
+                        "{:?} breaks {:?} without faults",
+                        m.params,
+                        r.violations.keys()
+                    );
+                    assert!(r.exhaustive());
+                    // Every client's critical section took effect, except
+                    // where a stock of one lets only one sale through.
+                    let want = if op.has_stock() { 1 } else { 2 };
+                    assert!(r.max_accepted_writes >= want, "{:?}", m.params);
+                }
+            }
+        }
+    }
+}
+
+fn check_all(m: &LockModel, invs: &[Invariant]) -> locklab_models::search::SearchResult {
+    check(m, invs)
+}
+
+#[test]
+fn the_articles_forms_default_to_its_strict_rule() {
+    // `WHERE fencing_token < :token`: only a strictly greater token wins.
+    for c in [
+        ResourceCheck::UpdateWhere,
+        ResourceCheck::TxnForUpdate,
+        ResourceCheck::TxnReadCommitted,
+        ResourceCheck::Cas,
+        ResourceCheck::Service,
+    ] {
+        assert_eq!(c.default_rule(false), TokenRule::Gt);
+        // A fenced read raises the mark to the reader's own token: its
+        // write must then pass with an equal token.
+        assert_eq!(c.default_rule(true), TokenRule::Ge);
+    }
+    assert_eq!(ResourceCheck::Write.default_rule(false), TokenRule::Ge);
+}
+
+#[test]
+fn symmetry_reduction_keeps_resource_verdicts_and_lengths() {
+    for (m, inv) in [
+        (
+            fencing(
+                &[Pause],
+                ResourceOp::CheckThenAct,
+                ResourceCheck::TxnReadCommitted,
+                true,
+                |p| p.unfenced_writers = 1,
+            ),
+            NoOversell,
+        ),
+        (
+            fencing(
+                &[Pause, ResourceRestart],
+                ResourceOp::InPlace,
+                ResourceCheck::Service,
+                true,
+                |p| p.token_store = TokenStore::Memory,
+            ),
+            NoLostUpdate,
+        ),
+        (
+            fencing(
+                CONSENSUS,
+                ResourceOp::CheckThenAct,
+                ResourceCheck::UpdateWhere,
+                true,
+                |_| {},
+            ),
+            NoOversell,
+        ),
+    ] {
+        let run = |symmetry| {
+            search(
+                &m,
+                &SearchOptions {
+                    invariants: vec![inv],
+                    max_states: None,
+                    max_depth: None,
+                    symmetry,
+                    threads: 0,
+                },
+            )
+        };
+        let (a, b) = (run(true), run(false));
+        assert_eq!(
+            a.violations.get(&inv).map(|p| p.len()),
+            b.violations.get(&inv).map(|p| p.len()),
+            "{:?}",
+            m.params
+        );
+        assert!(a.exhaustive() == b.exhaustive());
+    }
+}
+
+fn no_lock(faults: &[locklab_models::FaultKind], op: ResourceOp) -> LockModel {
+    model_with("no-lock", faults, |p| {
+        p.resource_op = op;
+        p.max_faults = Some(2);
+    })
+}
+
+#[test]
+fn without_a_lock_only_the_resources_own_conditional_update_keeps_the_stock() {
+    let faults = &[Pause, Slow, Crash];
+    // §9.3: "一条带WHERE条件的UPDATE就能解决": no lock, and nothing oversold.
+    let m = no_lock(faults, ResourceOp::Conditional);
+    holds_with_writes(&m, NoOversell, 1);
+    holds_with_writes(&m, NoLostUpdate, 1);
+    // Two units for three clients: both sold, never a third.
+    let m = model_with("no-lock", faults, |p| {
+        p.resource_op = ResourceOp::Conditional;
+        p.stock = 2;
+        p.clients = 3;
+        p.max_faults = Some(2);
+    });
+    holds_with_writes(&m, NoOversell, 2);
+    // The same clients deciding "if stock > 0" themselves oversell with no
+    // fault at all, and a read-modify-write loses an update.
+    assert_eq!(
+        violated(&no_lock(&[], ResourceOp::CheckThenAct), NoOversell),
+        5
+    );
+    assert_eq!(violated(&no_lock(&[], ResourceOp::Rmw), NoLostUpdate), 5);
+    // An in-place update needs no lock to count every write.
+    holds_with_writes(&no_lock(faults, ResourceOp::InPlace), NoLostUpdate, 2);
+    // The lock's own invariants say nothing without a lock.
+    let m = no_lock(&[], ResourceOp::Conditional);
+    for inv in [MutualExclusion, Ownership, NoOrphanLock, TokenMonotonic] {
+        assert!(!inv.applies(&m), "{}", inv.name());
+    }
+}
+
+#[test]
+fn fault_free_runs_without_a_lock_hold_every_invariant_with_the_resources_own_update() {
+    for op in [ResourceOp::InPlace, ResourceOp::Conditional] {
+        let m = no_lock(&[], op);
+        let all: Vec<Invariant> = Invariant::ALL
+            .into_iter()
+            .filter(|i| i.applies(&m))
+            .collect();
+        let r = check(&m, &all);
+        assert!(r.violations.is_empty(), "{op:?}: {:?}", r.violations.keys());
+        assert!(r.exhaustive());
+    }
+}
+
+#[test]
+fn idempotent_writes_absorb_duplicates_but_not_interleavings() {
+    // §7.5: "幂等不能防止两个不同操作交错，但能吃掉最常见的重复执行事故".
+    for proto in ["fencing", "no-lock"] {
+        let faults: &[locklab_models::FaultKind] = if proto == "fencing" {
+            &[Pause, Duplicate]
+        } else {
+            &[Pause, Slow, Crash, Duplicate]
+        };
+        let with = |op, idempotent| {
+            model_with(proto, faults, |p| {
+                p.resource_op = op;
+                p.idempotent = idempotent;
+                p.max_faults = Some(2);
+            })
+        };
+        // Without idempotency a delivered-again write takes effect twice.
+        let m = with(ResourceOp::InPlace, false);
+        let path = check_path(&m, NoDuplicateEffect);
+        assert!(
+            path.iter().any(|a| matches!(a, Action::Duplicate { .. })),
+            "{proto}"
+        );
+        // With it the duplicate is absorbed ...
+        let m = with(ResourceOp::InPlace, true);
+        holds_with_writes(&m, NoDuplicateEffect, 2);
+        holds_with_writes(&m, NoLostUpdate, 2);
+        // ... but two different operations still interleave under rmw.
+        let m = with(ResourceOp::Rmw, true);
+        holds_with_writes(&m, NoDuplicateEffect, 1);
+        violated(&m, NoLostUpdate);
+    }
+    // Only a write that can be delivered twice makes the invariant speak.
+    let m = fencing(
+        &[Pause],
+        ResourceOp::InPlace,
+        ResourceCheck::Write,
+        false,
+        |_| {},
+    );
+    assert!(!NoDuplicateEffect.applies(&m));
+}
+
+#[test]
+fn a_paused_consumer_writes_as_a_zombie_after_a_rebalance_and_an_epoch_fence_stops_it() {
+    // §9.3 "能不能队列化": one consumer per partition. No fence at the sink:
+    let m = model_with("queue", &[Pause], |p| p.max_faults = Some(2));
+    let t = trace_of(&m, NoLostUpdate);
+    let last = t.steps.last().unwrap();
+    let zombie = last
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Write)
+        .expect("the zombie's write ends the trace")
+        .at
+        .clone();
+    let step_of = |pred: &dyn Fn(&locklab_traces::Event) -> bool| {
+        t.steps.iter().position(|s| s.events.iter().any(pred))
+    };
+    let paused =
+        step_of(&|e| e.kind == EventKind::Fault && e.at == zombie && e.text.starts_with("PAUSED"))
+            .expect("the zombie was paused");
+    let handed = step_of(&|e| e.kind == EventKind::Acquire && e.at != zombie)
+        .expect("the partition went to another consumer");
+    assert!(
+        paused < handed,
+        "paused at {paused}, rebalanced at {handed}"
+    );
+    // An epoch fence at the sink stops it, under every fault the group can
+    // suffer, two at a time.
+    let fenced = model_with("queue", CONSENSUS, |p| {
+        p.resource_check = ResourceCheck::ReadWrite;
+        p.max_faults = Some(2);
+    });
+    holds_with_writes(&fenced, NoLostUpdate, 2);
+    // Fault-free, the queue is correct with or without the fence.
+    let m = model_with("queue", &[], |_| {});
+    let all: Vec<Invariant> = Invariant::ALL
+        .into_iter()
+        .filter(|i| i.applies(&m))
+        .collect();
+    assert!(check(&m, &all).violations.is_empty());
+}
