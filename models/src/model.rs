@@ -457,14 +457,13 @@ pub fn resume(x: &mut Ctx, c: u8) {
     if let Some(wd) = x.w.clients[ci].wd
         && let Some(end) = x.m.wait_event_end(&wd.wait)
         && let Some(clk) = catch_up(x, wd.wait.clk, end)
+        && let Some(d) = &mut x.w.clients[ci].wd
     {
-        if let Some(d) = &mut x.w.clients[ci].wd {
-            d.wait = Wait {
-                late: true,
-                clk,
-                ..d.wait
-            };
-        }
+        d.wait = Wait {
+            late: true,
+            clk,
+            ..d.wait
+        };
     }
     let me = Node::Client(c);
     let waiting: Vec<Msg> =

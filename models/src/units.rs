@@ -46,7 +46,7 @@ pub fn parse(text: &str) -> Result<Micros, String> {
     };
     let mut value = whole * scale as i128;
     let mut unit_part = scale as i128;
-    for (k, d) in frac.chars().enumerate() {
+    for (k, d) in frac.char_indices() {
         let digit = d
             .to_digit(10)
             .ok_or_else(|| format!("{text:?}: not a number"))? as i128;
@@ -136,9 +136,7 @@ pub fn show_rational(r: crate::engine::solve::Rational) -> String {
 pub fn arg(us: Micros) -> String {
     let (scale, unit) = if us % SEC == 0 && us != 0 {
         (SEC, "s")
-    } else if us % MS == 0 && us != 0 {
-        (MS, "ms")
-    } else if us >= MS {
+    } else if us >= MS || (us % MS == 0 && us != 0) {
         (MS, "ms")
     } else {
         (1, "us")
