@@ -41,6 +41,13 @@ fn main() {
             }
             "drift" => p.drift_factor_ppm = v.parse().unwrap(),
             "clients" => p.clients = v.parse().unwrap(),
+            "elapsed" => {
+                p.elapsed_clock = if v == "monotonic" {
+                    locklab_models::params::ElapsedClock::Monotonic
+                } else {
+                    locklab_models::params::ElapsedClock::Wall
+                }
+            }
             "maxfaults" => p.max_faults = Some(v.parse().unwrap()),
             _ => panic!("unknown {k}"),
         }
