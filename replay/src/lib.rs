@@ -33,7 +33,7 @@ pub mod timemap;
 pub mod zk;
 
 pub use coordsrv::CoordOptions;
-pub use driver::{DEFAULT_TICK_MS, Options, replay, system_of};
+pub use driver::{Options, replay, system_of};
 pub use report::Report;
 pub use servers::ServerOptions;
 
