@@ -238,6 +238,7 @@ pub fn replay(
             max_late_ms,
         },
         until: None,
+        retimed: None,
     })
 }
 

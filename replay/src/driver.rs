@@ -52,6 +52,9 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::time::{Duration, Instant};
 
+/// How late the driver is assumed to run when re-timing a trace.
+const NOMINAL_LATE: Duration = Duration::from_millis(5);
+
 /// The protocols whose lock service is Redis (the only ones replay drives).
 pub const REDIS_PROTOCOLS: &[&str] = &[
     "setnx-expire",
@@ -86,6 +89,52 @@ pub struct Options {
     /// Replay only steps 1..=N (a prefix: conformance only, the violation
     /// is not judged).
     pub until: Option<usize>,
+    /// Replay at the trace's own times, even where they put a server's
+    /// timing decision closer to its bound than real time can reproduce
+    /// (by default the steps are re-timed, see [`retime`]).
+    pub keep_times: bool,
+}
+
+/// The trace's steps with the answers their timing questions took at the
+/// recorded times (the symbolic path the model's search found).
+fn answered(m: &LockModel, path: &[(Action, Rational)]) -> Result<Vec<(Action, Vec<bool>)>, Error> {
+    let mut st = m.cinit();
+    let mut out = Vec::with_capacity(path.len());
+    for (i, (a, at)) in path.iter().enumerate() {
+        let values: Vec<Rational> = st.born.iter().map(|b| *at - *b).collect();
+        let mut w = st.world.clone();
+        let mut t = TimeCtx::new(st.born.len() - 1, Answers::Values(&values));
+        m.apply(&mut w, a, &mut t, &mut Log::off());
+        out.push((*a, t.asks.iter().map(|x| x.yes).collect()));
+        st = m
+            .cstep(&st, a, *at, &mut Log::off())
+            .map_err(|e| Error::Input(format!("step {} does not replay: {e}", i + 1)))?;
+    }
+    Ok(out)
+}
+
+/// Re-times a trace for real servers. A trace carries the earliest times
+/// at which its steps can happen, so a key that must be gone is asked
+/// about 1/12 µs after its expiry: no real server reproduces that. The
+/// same steps, with the same answers to every timing question, are given
+/// the earliest times at which every question is decided by at least
+/// `want` µs of model time (the model's exact solver; halved until
+/// feasible, down to 1 µs). Returns the step times and the margin reached,
+/// or `None` if even 1 µs is impossible.
+pub fn retime(
+    m: &LockModel,
+    path: &[(Action, Rational)],
+    want: Micros,
+) -> Result<Option<(Vec<Rational>, Micros)>, Error> {
+    let sym = answered(m, path)?;
+    let mut margin = want;
+    while margin >= 1 {
+        if let Some(times) = m.times_with_margin(&sym, margin) {
+            return Ok(Some((times[1..].to_vec(), margin)));
+        }
+        margin /= 2;
+    }
+    Ok(None)
 }
 
 /// The real system a protocol's lock service is replayed on.
@@ -438,13 +487,46 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
         Some(n) => n,
         None => full.len(),
     };
-    let path = &full[..cut];
     let map = TimeMap::new(opts.speed.unwrap_or(system.default_speed())).map_err(Error::Input)?;
+    // The margin a real run needs, in model µs, with the driver a few ms late.
+    let want =
+        (map.slack(system, NOMINAL_LATE).as_micros() as Micros).saturating_mul(map.speed as Micros);
+    let mut retimed = None;
+    let mut full = full;
+    if !opts.keep_times
+        && let Some((times, margin)) = retime(&m, &full, want)?
+    {
+        let moved = full
+            .iter()
+            .zip(&times)
+            .filter(|((_, a), b)| a != *b)
+            .count();
+        if moved > 0 {
+            for ((_, at), t) in full.iter_mut().zip(times) {
+                *at = t;
+            }
+            retimed = Some(format!(
+                "re-timed: the trace's earliest times put server timing decisions closer to their bounds than real time can reproduce; the replay takes the same {} steps with the same answers at the earliest times that decide every timing question by at least {} of model time{} ({moved} step(s) moved; --keep-times replays the trace's own times)",
+                full.len(),
+                locklab_models::units::show(margin),
+                if margin < want {
+                    format!(
+                        " (the {} wanted is impossible on this path)",
+                        locklab_models::units::show(want)
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    let path = &full[..cut];
     let mut report = if system == System::Redis {
         replay_redis(t, &m, inv, path, map, opts)?
     } else {
         crate::coord_driver::replay(t, &m, inv, path, system, map, &opts.coord)?
     };
+    report.retimed = retimed;
     if cut < full.len() {
         report.until = Some(cut);
         report.verdict.reproduced = false;
@@ -548,6 +630,7 @@ fn replay_redis(
             max_late_ms,
         },
         until: None,
+        retimed: None,
     })
 }
 
@@ -581,8 +664,16 @@ impl Driver<'_> {
             self.sync_links(&before.world, &st.world, a)?;
             self.reconcile(&st.world, &mut did)?;
             self.track(&before.world, &st.world, a, index);
-            let mut checks = step.checks;
-            checks.extend(self.observe_after(&st, a, &mut step.unsure)?);
+            let decided_blind = !step.unsure.is_empty();
+            let mut checks = self.observe_after(&st, a, &mut step.unsure)?;
+            if decided_blind {
+                // What the server reads after a decision real time could
+                // not reproduce follows that decision: not judged either.
+                for c in &mut checks {
+                    c.unsure = true;
+                }
+            }
+            checks.extend(step.checks);
             rows.push(Row {
                 index,
                 time: show_rational(*at),
@@ -843,7 +934,7 @@ impl Driver<'_> {
                 clock_value(&values, base, &t.fresh, ask.clk) - Rational::integer(ask.bound);
             if !self.map.reproducible(margin, slack) {
                 step.unsure.push(format!(
-                    "{name} decides whether the key is still live {} {} (model time) from its expiry: {:.3} ms real, within the replay's uncertainty of {:.1} ms (Redis keeps whole ms, the driver ran up to {:.1} ms late); real Redis may decide either way",
+                    "{name} decides whether the key is still live {} of model time {} its expiry: {:.3} ms real, within the replay's uncertainty of {:.1} ms (Redis keeps whole ms, the driver ran up to {:.1} ms late); real Redis may decide either way, and what it reads next with it",
                     show_rational(abs(margin)),
                     if margin > Rational::ZERO { "after" } else { "before" },
                     self.map.real_ms(abs(margin)),
@@ -951,20 +1042,32 @@ impl Driver<'_> {
             let owner_val = w.redis[si].lock.map(|e| e.val.text()).unwrap_or_default();
             let removed = real == Value::Int(1);
             let held = b.lock.as_deref() == Some(owner_val.as_str());
+            let verb = match cmd {
+                Cmd::Del | Cmd::Cad { .. } => "deleted",
+                _ => "re-timed",
+            };
+            let outcome = if removed && held {
+                format!(
+                    "{} {verb} {}'s lock for real",
+                    w.client_name(actor),
+                    w.client_name(owner)
+                )
+            } else {
+                format!(
+                    "{} did NOT touch {}'s lock for real (the model has {} there)",
+                    w.client_name(actor),
+                    w.client_name(owner),
+                    owner_val
+                )
+            };
             let sentence = format!(
-                "just before {}'s {shown}, real {name} held {} (GET); the command returned {}: {} {} {}'s lock for real",
+                "just before {}'s {shown}, real {name} held {} (GET); the command returned {}: {outcome}",
                 w.client_name(actor),
                 b.lock
                     .as_deref()
                     .map(|v| format!("{v:?}"))
                     .unwrap_or_else(|| "nothing".into()),
                 real.text(),
-                w.client_name(actor),
-                match cmd {
-                    Cmd::Del | Cmd::Cad { .. } => "deleted",
-                    _ => "re-timed",
-                },
-                w.client_name(owner),
             );
             self.ev.foreign = Some((sentence, removed && held));
         }
@@ -1147,12 +1250,12 @@ impl Driver<'_> {
             {
                 close = true;
                 unsure.push(format!(
-                    "{}'s key {} is {} {} of model time ({:.3} ms real) from its expiry when read, within the replay's uncertainty of {:.1} ms: the reading may go either way",
+                    "{}'s key {} is {} of model time ({:.3} ms real) {} its expiry when read, within the replay's uncertainty of {:.1} ms: the reading may go either way",
                     self.name(s),
                     e.val.text(),
-                    if l < Rational::ZERO { "past" } else { "short of" },
                     show_rational(abs(l)),
                     self.map.real_ms(abs(l)),
+                    if l < Rational::ZERO { "past" } else { "short of" },
                     slack.as_secs_f64() * 1e3
                 ));
             }

@@ -119,6 +119,8 @@ pub struct Report {
     /// `--until N`: only steps 1..=N were replayed (the violation is not
     /// judged; the exit code is conformance alone).
     pub until: Option<usize>,
+    /// Why and how the steps were given other times than the trace's.
+    pub retimed: Option<String>,
 }
 
 impl Report {
@@ -179,6 +181,9 @@ impl Report {
         );
         p(&mut out, format!("  model:   {}", self.violation));
         p(&mut out, format!("  time:    {}", self.time_line));
+        if let Some(r) = &self.retimed {
+            p(&mut out, format!("           {r}"));
+        }
         for (i, s) in self.servers.iter().enumerate() {
             let pids: Vec<String> = s.pids.iter().map(u32::to_string).collect();
             let mut extra = Vec::new();
@@ -264,13 +269,27 @@ impl Report {
                         format!("real state differs: {}", bad.join("; "))
                     }
                 };
+                let blind: Vec<String> = self
+                    .unsure()
+                    .iter()
+                    .filter(|u| u.index < r.index)
+                    .map(|u| u.index.to_string())
+                    .collect();
                 p(
                     &mut out,
                     format!(
-                        "conformance: MISMATCH at step {} ({}): {what}; {} step(s) disagree in all.",
+                        "conformance: MISMATCH at step {} ({}): {what}; {} step(s) disagree in all.{}",
                         r.index,
                         r.label,
-                        mism.len()
+                        mism.len(),
+                        if blind.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " It comes after step(s) {} whose timing real time could not reproduce: reality may have taken the other branch there.",
+                                blind.join(", ")
+                            )
+                        }
                     ),
                 );
             }
