@@ -1,0 +1,115 @@
+//! Replays on exact dense time against a real redis-server: counterexamples
+//! found by the model's zone search, turned into traces with exact times,
+//! replayed at the default speed. Needs `redis-server` (installed by
+//! `.ci/run`).
+
+use locklab_models::search::{SearchOptions, search};
+use locklab_models::time::MS;
+use locklab_models::{Budgets, FaultKind, Invariant, LockModel, Params, protocols, trace};
+use locklab_replay::{CoordOptions, Options, Report, ServerOptions, replay};
+use locklab_traces::Trace;
+use std::time::Duration;
+
+/// The shortest counterexample to `inv` with one budget of each fault.
+fn counterexample(
+    proto: &str,
+    faults: &[FaultKind],
+    inv: Invariant,
+    tweak: fn(&mut Params),
+) -> Trace {
+    let proto = protocols::by_name(proto).expect("a protocol");
+    let mut p = Params::defaults(proto);
+    p.faults = Budgets::none();
+    for f in faults {
+        p.faults.set(*f, 1);
+    }
+    p.max_faults = None;
+    tweak(&mut p);
+    let m = LockModel::new(proto, p).expect("a model");
+    let r = search(
+        &m,
+        &SearchOptions {
+            invariants: vec![inv],
+            max_states: Some(2_000_000),
+            max_depth: None,
+            symmetry: true,
+            threads: 1,
+        },
+    );
+    let path = r.violations.get(&inv).expect("the model finds a violation");
+    trace::build(&m, path, inv, "check", None).expect("a trace")
+}
+
+fn run(t: &Trace, keep_times: bool) -> Report {
+    let opts = Options {
+        speed: None,
+        servers: ServerOptions {
+            redis_server: "redis-server".into(),
+            base_port: None,
+            start_timeout: Duration::from_secs(5),
+            reply_timeout: Duration::from_secs(2),
+        },
+        coord: CoordOptions {
+            etcd: "etcd".into(),
+            zookeeper_jar: CoordOptions::DEFAULT_ZOOKEEPER_JAR.into(),
+            java: "java".into(),
+            base_port: None,
+            start_timeout: Duration::from_secs(30),
+            reply_timeout: Duration::from_secs(2),
+        },
+        until: None,
+        keep_times,
+    };
+    replay(t, &opts).expect("the replay runs")
+}
+
+#[test]
+fn a_stale_delete_runs_on_the_closed_connection_it_was_sent_on_and_deletes_the_new_owners_lock() {
+    // naive-del, a delayed DEL: c1 times out and gives up; the DEL, already
+    // on c1's first connection, arrives after c2 took the expired lock.
+    let t = counterexample(
+        "naive-del",
+        &[FaultKind::Delay],
+        Invariant::Ownership,
+        |_| {},
+    );
+    let rep = run(&t, false);
+    let text = rep.render();
+    assert!(rep.conforms(), "{text}");
+    assert!(rep.exact(), "{text}");
+    assert!(rep.verdict.reproduced, "{text}");
+    assert_eq!(rep.exit_code(), 0, "{text}");
+    assert!(
+        text.contains("on c1's TCP connection #1 to redis (a connection the client has closed"),
+        "{text}"
+    );
+    // Re-timed: the new owner's SET comes well after the expiry, not 1/12 µs.
+    assert!(rep.retimed.is_some(), "{text}");
+    assert!(text.contains("c1 deleted c2's lock for real"), "{text}");
+}
+
+#[test]
+fn the_get_del_race_is_reported_as_finer_than_real_time_not_passed() {
+    // get-del, no fault: c1's GET and c2's SET NX straddle the key's expiry
+    // within one 5 ms latency window; at 20x speed that is 0.25 ms real,
+    // below Redis's whole-millisecond expiry.
+    let t = counterexample("get-del", &[], Invariant::Ownership, |p| {
+        p.work_min = 29_990 * MS;
+        p.work_max = 30_000 * MS;
+    });
+    for keep in [false, true] {
+        let rep = run(&t, keep);
+        let text = rep.render();
+        assert!(!rep.exact(), "{text}");
+        assert!(text.contains("exactness:   NOT EXACT"), "{text}");
+        assert_ne!(rep.exit_code(), 0, "{text}");
+        // The step where c2's SET NX meets the expired key is among them.
+        let set = rep
+            .rows
+            .iter()
+            .find(|r| r.label.contains("runs c2's SET lock c2#1"))
+            .expect("c2's SET runs");
+        assert!(!set.unsure.is_empty(), "{text}");
+        assert_eq!(keep, rep.retimed.is_none(), "{text}");
+    }
+}
