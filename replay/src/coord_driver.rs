@@ -1283,7 +1283,7 @@ impl Driver<'_> {
                     ok: real == model,
                     unsure: close,
                 });
-                for c in 0..w.clients.len() {
+                for (c, lc) in left.iter().enumerate() {
                     let Some(id) = self.last_lease[c] else {
                         continue;
                     };
@@ -1291,7 +1291,7 @@ impl Driver<'_> {
                         .etcd
                         .time_to_live(id)
                         .map_err(|e| env("cannot read a lease's TTL", e))?;
-                    let (m, ok) = match left[c] {
+                    let (m, ok) = match *lc {
                         Some((l, _)) => (
                             format!("alive, {} left", show_rational(l)),
                             self.time.etcd_ttl_left_matches(l, secs, slack),
@@ -1309,7 +1309,7 @@ impl Driver<'_> {
                             w.client_name(c as u8)
                         ),
                         ok,
-                        unsure: left[c].is_some_and(|(_, u)| u),
+                        unsure: lc.is_some_and(|(_, u)| u),
                     });
                 }
             }

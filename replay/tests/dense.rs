@@ -40,6 +40,13 @@ fn counterexample(
     trace::build(&m, path, inv, "check", None).expect("a trace")
 }
 
+/// One test at a time: a search running beside a replay makes it late.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn run(t: &Trace, keep_times: bool) -> Report {
     let opts = Options {
         speed: None,
@@ -65,6 +72,7 @@ fn run(t: &Trace, keep_times: bool) -> Report {
 
 #[test]
 fn a_stale_delete_runs_on_the_closed_connection_it_was_sent_on_and_deletes_the_new_owners_lock() {
+    let _one = serial();
     // naive-del, a delayed DEL: c1 times out and gives up; the DEL, already
     // on c1's first connection, arrives after c2 took the expired lock.
     let t = counterexample(
@@ -90,6 +98,7 @@ fn a_stale_delete_runs_on_the_closed_connection_it_was_sent_on_and_deletes_the_n
 
 #[test]
 fn the_get_del_race_is_reported_as_finer_than_real_time_not_passed() {
+    let _one = serial();
     // get-del, no fault: c1's GET and c2's SET NX straddle the key's expiry
     // within one 5 ms latency window; at 20x speed that is 0.25 ms real,
     // below Redis's whole-millisecond expiry.
@@ -112,4 +121,34 @@ fn the_get_del_race_is_reported_as_finer_than_real_time_not_passed() {
         assert!(!set.unsure.is_empty(), "{text}");
         assert_eq!(keep, rep.retimed.is_none(), "{text}");
     }
+}
+
+#[test]
+fn a_client_that_timed_out_opens_a_new_connection_and_its_old_request_still_runs() {
+    let _one = serial();
+    // setnx-expire, a delayed SETNX: c1 times out, retries on a new TCP
+    // connection, takes and releases the lock there; then the old SETNX,
+    // still on the first connection, runs and leaves a lock with no expiry.
+    let t = counterexample(
+        "setnx-expire",
+        &[FaultKind::Delay],
+        Invariant::NoOrphanLock,
+        |_| {},
+    );
+    let rep = run(&t, false);
+    let text = rep.render();
+    assert_eq!(rep.exit_code(), 0, "{text}");
+    assert!(rep.verdict.reproduced, "{text}");
+    let first = text
+        .find("opened TCP connection #1 from c1 to redis")
+        .expect("c1's first connection");
+    let second = text
+        .find(
+            "opened TCP connection #2 from c1 to redis (a new one: the client closed the last one)",
+        )
+        .expect("a new connection after the timeout");
+    let stale = text
+        .find("sent SETNX lock c1#1 on c1's TCP connection #1 to redis (a connection the client has closed")
+        .expect("the held SETNX goes out on the first connection");
+    assert!(first < second && second < stale, "{text}");
 }
