@@ -1223,7 +1223,15 @@ impl Driver<'_> {
             .map(|s| {
                 s.map(|clk| {
                     let l = ttl - st.read(clk, st.now);
-                    (l, !self.time.reproducible(l, slack))
+                    // Alive in the model: the server cannot have expired it
+                    // early but for the driver's lateness; gone: the server
+                    // may still be about to.
+                    let need = if l >= Rational::ZERO {
+                        self.time.early_slack(self.max_late)
+                    } else {
+                        slack
+                    };
+                    (l, !self.time.reproducible(l, need))
                 })
             })
             .collect();
@@ -1231,11 +1239,12 @@ impl Driver<'_> {
         for (c, l) in left.iter().enumerate() {
             if let Some((l, true)) = l {
                 unsure.push(format!(
-                    "{}'s session is {} of model time ({:.1} ms real) from its expiry, within the replay's uncertainty of {:.0} ms: the server may have expired it or not",
+                    "{}'s session is {} of model time ({:.1} ms real) from its expiry, within the replay's uncertainty ({:.0} ms after the model's expiry, {:.1} ms before): the server may have expired it or not",
                     w.client_name(c as u8),
                     show_rational(*l),
                     self.time.real_ms(*l),
-                    slack.as_secs_f64() * 1e3
+                    slack.as_secs_f64() * 1e3,
+                    self.time.early_slack(self.max_late).as_secs_f64() * 1e3
                 ));
             }
         }

@@ -128,6 +128,15 @@ impl TimeMap {
         granularity + 2 * late.max(Duration::from_micros(200))
     }
 
+    /// The uncertainty on the early side of a session's or lease's expiry:
+    /// etcd rounds lease TTLs up to whole seconds and revokes late, and
+    /// ZooKeeper expires sessions at the end of their `tickTime` bucket, so
+    /// the server never expires one before its real timeout; only the
+    /// driver's lateness (and 1 ms of rounding) can make it look early.
+    pub fn early_slack(&self, late: Duration) -> Duration {
+        Duration::from_millis(1) + 2 * late.max(Duration::from_micros(200))
+    }
+
     /// Whether a model margin (µs, exact; its sign ignored) is wide enough
     /// to be reproduced on `system` with this `slack`.
     pub fn reproducible(&self, margin: Rational, slack: Duration) -> bool {
