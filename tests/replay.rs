@@ -441,9 +441,10 @@ fn ctrl_c_stops_every_server() {
             "mutual_exclusion",
         ],
     );
-    // A 5 s tick: the replay is still running when the signal comes.
+    // In real time (a 30 s TTL): the replay is still running when the
+    // signal comes.
     let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(["replay", f.to_str().unwrap(), "--tick-ms", "5000"])
+        .args(["replay", f.to_str().unwrap(), "--speed", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -495,10 +496,14 @@ fn bad_replay_input_is_rejected() {
             "mutual_exclusion",
         ],
     );
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
         (
-            &["--tick-ms", "5"],
-            "a tick must be 20 to 60000 real milliseconds",
+            &["--speed", "0"],
+            "model time must run 1 to 10000 times as fast as real time",
+        ),
+        (
+            &["--speed", "10001"],
+            "model time must run 1 to 10000 times as fast as real time",
         ),
         (
             &["--invariant", "ownership"],

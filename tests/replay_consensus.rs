@@ -9,8 +9,9 @@
 //! when `CI=true`, and otherwise prints a visible `SKIPPED:` line to stderr.
 //! Every test checks that every server PID it saw is gone afterwards.
 //!
-//! etcd counts lease TTLs in whole seconds, so etcd replays run with 2 s
-//! ticks; the etcd searches use `--ttl 2` (a 5 s lease) to keep them short.
+//! etcd counts lease TTLs in whole seconds; etcd replays run model time 5x
+//! as fast as real time, and the etcd searches use `--ttl 10s` (a 2 s real
+//! lease) to keep them short.
 //!
 //! The checker prints only the shortest counterexample, and no shortest one
 //! waits on a predecessor: a pause alone is shorter. The traces that go
@@ -60,7 +61,7 @@ fn first_acquisition(file: &Path) -> usize {
         let label = s["label"].as_str().unwrap_or("");
         let action = s["action"]["action"].as_str().unwrap_or("");
         assert!(
-            ["step", "deliver", "tick", "watchdog"].contains(&action),
+            ["step", "deliver", "watchdog"].contains(&action),
             "a fault ({action}) before the first acquisition: {label}"
         );
         if label.contains("now believes it holds the lock") {
@@ -126,7 +127,7 @@ fn etcd_pause_expires_the_holders_lease_on_real_etcd() {
         &[
             "etcd",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "pause",
             "--invariants",
@@ -172,7 +173,7 @@ fn etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder() {
         &[
             "etcd",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "slow,loss,delay",
             "--invariants",
@@ -213,7 +214,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
         "check",
         "zookeeper",
         "--ttl",
-        "2",
+        "10s",
         "--faults",
         "loss,delay",
         "--invariants",
@@ -234,7 +235,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
             &[
                 "etcd",
                 "--ttl",
-                "2",
+                "10s",
                 "--faults",
                 "loss,delay",
                 "--invariants",
@@ -263,7 +264,7 @@ fn fencing_on_etcd_hands_the_next_holder_a_higher_token() {
         &[
             "fencing",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "pause",
             "--invariants",
@@ -339,7 +340,8 @@ fn children(pid: u32) -> Vec<u32> {
 /// Starts a long replay of `file` and waits until its server process
 /// (`comm`) is up; returns the replay and the server's PID.
 fn start_long_replay(file: &Path, comm: &str, extra: &[&str]) -> (std::process::Child, u32) {
-    let mut args = vec!["replay", file.to_str().unwrap(), "--tick-ms", "5000"];
+    // In real time: the replay is still running when the signal comes.
+    let mut args = vec!["replay", file.to_str().unwrap(), "--speed", "1"];
     args.extend_from_slice(extra);
     let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
         .args(&args)
@@ -382,7 +384,7 @@ fn ctrl_c_and_kill_9_stop_etcd_and_zookeeper() {
             &[
                 "etcd",
                 "--ttl",
-                "2",
+                "10s",
                 "--faults",
                 "pause",
                 "--invariants",
@@ -463,7 +465,7 @@ fn two_replays_on_one_base_port_never_share_a_server() {
         &[
             "etcd",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "pause",
             "--invariants",
@@ -524,7 +526,7 @@ fn a_missing_consensus_server_is_a_clear_error() {
             &[
                 proto,
                 "--ttl",
-                "2",
+                "10s",
                 "--faults",
                 "pause",
                 "--invariants",
@@ -564,12 +566,15 @@ fn a_missing_consensus_server_is_a_clear_error() {
         .parse()
         .unwrap();
     assert!(!running(pid), "the fake server {pid} is still running");
-    // etcd's whole-second leases cannot map onto short ticks.
+    // A speed of 0 would never get anywhere.
     let f = d.join("etcd.json");
-    let o = locklab(&["replay", f.to_str().unwrap(), "--tick-ms", "500"]);
+    let o = locklab(&["replay", f.to_str().unwrap(), "--speed", "0"]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("use --tick-ms 2000 or more"), "{err}");
+    assert!(
+        err.contains("model time must run 1 to 10000 times as fast as real time"),
+        "{err}"
+    );
 }
 
 /// A model with only the given faults (budget 1 each) and a short TTL.
