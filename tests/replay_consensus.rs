@@ -287,8 +287,8 @@ fn a_fault_free_acquisition_conforms_on_each_server() {
     let t = "a_fault_free_acquisition_conforms_on_each_server";
     let _g = serial();
     for (proto, system, ttl) in [
-        ("zookeeper", &[ZOOKEEPER, JAVA][..], "6"),
-        ("etcd", &[ETCD][..], "2"),
+        ("zookeeper", &[ZOOKEEPER, JAVA][..], "30s"),
+        ("etcd", &[ETCD][..], "10s"),
     ] {
         if !require(t, system) {
             continue;

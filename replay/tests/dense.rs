@@ -152,3 +152,27 @@ fn a_client_that_timed_out_opens_a_new_connection_and_its_old_request_still_runs
         .expect("the held SETNX goes out on the first connection");
     assert!(first < second && second < stale, "{text}");
 }
+
+#[test]
+fn a_trace_that_needs_an_overtaking_on_one_connection_does_not_conform() {
+    let _one = serial();
+    // With --network unordered a timed-out client keeps its connection, and
+    // the model lets its retry overtake the SETNX it had sent before: one
+    // TCP connection cannot do that, so the replay reports a mismatch.
+    let t = counterexample(
+        "setnx-expire",
+        &[FaultKind::Delay],
+        Invariant::NoOrphanLock,
+        |p| {
+            p.network = locklab_models::params::Network::Unordered;
+        },
+    );
+    let rep = run(&t, false);
+    let text = rep.render();
+    assert!(!rep.conforms(), "{text}");
+    assert_eq!(rep.exit_code(), 1, "{text}");
+    assert!(
+        text.contains("impossible on TCP: this request overtakes 1 older request(s) c1 sent earlier on the same connection ✗"),
+        "{text}"
+    );
+}
