@@ -176,3 +176,40 @@ fn a_trace_that_needs_an_overtaking_on_one_connection_does_not_conform() {
         "{text}"
     );
 }
+
+#[test]
+fn an_etcd_lease_expiry_under_a_pause_conforms_and_breaks_mutual_exclusion() {
+    let _one = serial();
+    if !std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("etcd").exists()))
+    {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "etcd is missing (Debian: etcd-server)"
+        );
+        eprintln!("SKIPPED: etcd is not installed (Debian: etcd-server)");
+        return;
+    }
+    // A 10 s lease (2 s real at 5x): c1 is paused holding the lock, its
+    // lease expires on etcd's own clock, and c2 gets the lock.
+    let t = counterexample(
+        "etcd",
+        &[FaultKind::Pause],
+        Invariant::MutualExclusion,
+        |p| {
+            p.ttl = 10 * locklab_models::time::SEC;
+        },
+    );
+    let rep = run(&t, false);
+    let text = rep.render();
+    assert!(rep.conforms(), "{text}");
+    assert!(rep.verdict.reproduced, "{text}");
+    assert!(
+        text.contains("the real server expires c1's session on its own clock"),
+        "{text}"
+    );
+    assert!(
+        text.contains("c1's lease") && text.contains("model gone | real gone (TimeToLive: -1) ✓"),
+        "{text}"
+    );
+}
