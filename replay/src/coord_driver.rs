@@ -366,6 +366,7 @@ impl Driver<'_> {
                 reply_ok,
                 checks,
                 unsure,
+                blind: false,
             });
         }
         Ok((rows, st))

@@ -687,6 +687,7 @@ impl Driver<'_> {
                 reply_ok: exchange.as_ref().map(|x| agrees(x.model, &x.real)),
                 checks,
                 unsure: step.unsure,
+                blind: decided_blind,
             });
         }
         Ok((rows, st))

@@ -37,6 +37,10 @@ pub struct Row {
     /// Why the step's timing is finer than the replay can reproduce (a
     /// server's decision, or a reading, within the real uncertainty).
     pub unsure: Vec<String>,
+    /// The server's decision at this step (is the key still live?) was
+    /// within the real uncertainty: its reply, and what the server reads
+    /// after it, are not judged, and the replay is not exact.
+    pub blind: bool,
 }
 
 impl Row {
@@ -46,7 +50,7 @@ impl Row {
     /// reading, are not compared.
     pub fn ok(&self) -> Option<bool> {
         let mut seen = None;
-        let reply = self.reply_ok.filter(|_| self.unsure.is_empty());
+        let reply = self.reply_ok.filter(|_| !self.blind);
         for ok in reply
             .into_iter()
             .chain(self.checks.iter().filter(|c| !c.unsure).map(|c| c.ok))
@@ -134,14 +138,26 @@ impl Report {
         self.mismatches().is_empty() && self.finals.iter().all(|c| c.ok || c.unsure)
     }
 
-    /// Rows whose timing is finer than the replay can reproduce.
-    pub fn unsure(&self) -> Vec<&Row> {
-        self.rows.iter().filter(|r| !r.unsure.is_empty()).collect()
+    /// Rows whose server decision is finer than the replay can reproduce.
+    pub fn blind(&self) -> Vec<&Row> {
+        self.rows.iter().filter(|r| r.blind).collect()
     }
 
-    /// Every step and reading could be judged (none too fine for real time).
+    /// Readings (after steps, and at the end) within the real timing
+    /// uncertainty of a change, which were shown but not judged.
+    pub fn unjudged_readings(&self) -> usize {
+        self.rows
+            .iter()
+            .flat_map(|r| &r.checks)
+            .chain(&self.finals)
+            .filter(|c| c.unsure)
+            .count()
+    }
+
+    /// Every server decision the trace relies on was reproducible in real
+    /// time (readings near a change may still be unjudged: they are shown).
     pub fn exact(&self) -> bool {
-        self.unsure().is_empty() && self.final_unsure.is_empty()
+        self.blind().is_empty()
     }
 
     /// 0: conformed, every step was reproducible in real time, and the
@@ -230,12 +246,7 @@ impl Report {
         }
         let mism = self.mismatches();
         let replies = self.rows.iter().filter(|r| r.reply_ok.is_some()).count();
-        let replies = replies
-            - self
-                .unsure()
-                .iter()
-                .filter(|r| r.reply_ok.is_some())
-                .count();
+        let replies = replies - self.blind().iter().filter(|r| r.reply_ok.is_some()).count();
         let readings: usize = self
             .rows
             .iter()
@@ -270,7 +281,7 @@ impl Report {
                     }
                 };
                 let blind: Vec<String> = self
-                    .unsure()
+                    .blind()
                     .iter()
                     .filter(|u| u.index < r.index)
                     .map(|u| u.index.to_string())
@@ -294,26 +305,25 @@ impl Report {
                 );
             }
         }
-        let fine = self.unsure();
+        let fine = self.blind();
         if !self.exact() {
             let steps: Vec<String> = fine.iter().map(|r| r.index.to_string()).collect();
             p(
                 &mut out,
                 format!(
-                    "exactness:   NOT EXACT. {} step(s) ({}){} depend on timing finer than real {} can reproduce at {}x speed; what real time gave there is shown but not judged (see the ~ lines). A smaller --speed narrows the model-time uncertainty; margins below a real millisecond cannot be replayed at all.",
-                    fine.len(),
-                    if steps.is_empty() {
-                        "none".to_string()
-                    } else {
-                        steps.join(", ")
-                    },
-                    if self.final_unsure.is_empty() {
-                        ""
-                    } else {
-                        " and final readings"
-                    },
+                    "exactness:   NOT EXACT. At step(s) {} real {} decided within its timing uncertainty at {}x speed (see the ~ lines): what it answered is shown but not judged. A smaller --speed narrows the uncertainty in model time; margins below a real millisecond cannot be replayed at all.",
+                    steps.join(", "),
                     self.system,
                     self.speed
+                ),
+            );
+        }
+        let unjudged = self.unjudged_readings();
+        if unjudged > 0 {
+            p(
+                &mut out,
+                format!(
+                    "readings:    {unjudged} real reading(s) came within the timing uncertainty of an expiry and were shown but not judged (~)."
                 ),
             );
         }
@@ -449,7 +459,7 @@ fn cell(reply: Option<&str>) -> String {
 fn row_mark(r: &Row) -> &'static str {
     match r.ok() {
         Some(false) => "✗",
-        _ if !r.unsure.is_empty() => "~",
+        _ if r.blind || r.checks.iter().any(|c| c.unsure) => "~",
         ok => mark(ok),
     }
 }
@@ -490,6 +500,7 @@ mod tests {
                 })
                 .collect(),
             unsure: vec![],
+            blind: false,
         }
     }
 
@@ -506,6 +517,7 @@ mod tests {
     fn a_step_too_fine_for_real_time_is_neither_a_match_nor_a_mismatch() {
         let mut r = row(Some(false), &[true]);
         r.unsure.push("within the uncertainty".into());
+        r.blind = true;
         // The reply is not judged; the reading still is.
         assert_eq!(r.ok(), Some(true));
         assert_eq!(row_mark(&r), "~");

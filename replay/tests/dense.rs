@@ -204,6 +204,8 @@ fn an_etcd_lease_expiry_under_a_pause_conforms_and_breaks_mutual_exclusion() {
     let text = rep.render();
     assert!(rep.conforms(), "{text}");
     assert!(rep.verdict.reproduced, "{text}");
+    assert!(rep.exact(), "{text}");
+    assert_eq!(rep.exit_code(), 0, "{text}");
     assert!(
         text.contains("the real server expires c1's session on its own clock"),
         "{text}"
