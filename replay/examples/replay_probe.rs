@@ -37,6 +37,10 @@ fn main() {
             "timeout" => p.timeout = us(v),
             "jump" => p.jump = us(v),
             "clients" => p.clients = v.parse().expect("a number"),
+            "instances" => {
+                p.instances = v.parse().expect("a number");
+                p.quorum = p.instances / 2 + 1;
+            }
             "network" => {
                 p.network = if v == "unordered" {
                     Network::Unordered

@@ -215,3 +215,28 @@ fn an_etcd_lease_expiry_under_a_pause_conforms_and_breaks_mutual_exclusion() {
         "{text}"
     );
 }
+
+#[test]
+fn a_server_clock_jump_is_scaled_like_every_other_duration() {
+    let _one = serial();
+    // naive-del: redis's wall clock jumps 32 s forward (1.6 s real at 20x,
+    // through the clock-shift shim), c1's 30 s key is gone at once, and c2
+    // takes the lock while c1 still believes it holds it.
+    let t = counterexample(
+        "naive-del",
+        &[FaultKind::ClockJump],
+        Invariant::MutualExclusion,
+        |p| {
+            p.jump = 32 * locklab_models::time::SEC;
+        },
+    );
+    let rep = run(&t, false);
+    let text = rep.render();
+    assert_eq!(rep.exit_code(), 0, "{text}");
+    assert!(rep.exact(), "{text}");
+    assert!(
+        text.contains("redis's wall clock now runs +1600 ms off (clock-shift file rewritten)"),
+        "{text}"
+    );
+    assert!(text.contains("(under the clock-shift shim)"), "{text}");
+}
