@@ -22,7 +22,8 @@
 mod common;
 
 use common::{ETCD, JAVA, ZOOKEEPER, all_gone, check, locklab, require, running, scratch, text};
-use locklab_models::search::fingerprint;
+use locklab_models::engine::zone::ZState;
+use locklab_models::time::SEC;
 use locklab_models::world::{Body, Phase, Reply, World};
 use locklab_models::{Action, Budgets, FaultKind, Invariant, LockModel, Params, protocols, trace};
 use std::collections::{HashSet, VecDeque};
@@ -596,22 +597,23 @@ fn shortest_with(
     m: &LockModel,
     inv: Invariant,
     mark: impl Fn(&World, &Action, &World) -> bool,
-) -> Vec<Action> {
-    // (state, mark seen on the path, parent and the action from it)
-    type Node = (World, bool, Option<(usize, Action)>);
-    let mut nodes: Vec<Node> = vec![(m.init(), false, None)];
+) -> Vec<(Action, Vec<bool>)> {
+    // Breadth-first over the zone engine's symbolic states: (state, mark
+    // seen on the path, parent and the step from it with its answers).
+    type Node = (ZState, bool, Option<(usize, Action, Vec<bool>)>);
+    let mut nodes: Vec<Node> = vec![(m.zinit(), false, None)];
     let mut seen = HashSet::new();
-    seen.insert((fingerprint(&nodes[0].0), false));
+    seen.insert((nodes[0].0.clone(), false));
     let mut queue = VecDeque::from([0usize]);
-    let mut acts = Vec::new();
+    let mut succs = Vec::new();
     while let Some(i) = queue.pop_front() {
-        let (w, flag) = (nodes[i].0.clone(), nodes[i].1);
-        if !inv.holds(m, &w) {
+        let (s, flag) = (nodes[i].0.clone(), nodes[i].1);
+        if !inv.holds(m, &s.world) {
             if flag {
                 let mut path = Vec::new();
                 let mut at = i;
-                while let Some((p, a)) = nodes[at].2 {
-                    path.push(a);
+                while let Some((p, a, answers)) = nodes[at].2.clone() {
+                    path.push((a, answers));
                     at = p;
                 }
                 path.reverse();
@@ -619,12 +621,11 @@ fn shortest_with(
             }
             continue;
         }
-        m.enabled(&w, &mut acts);
-        for a in acts.clone() {
-            let n = m.after(&w, &a);
-            let f = flag || mark(&w, &a, &n);
-            if seen.insert((fingerprint(&n), f)) {
-                nodes.push((n, f, Some((i, a))));
+        m.successors(&s, &mut succs);
+        for n in succs.drain(..) {
+            let f = flag || mark(&s.world, &n.action, &n.next.world);
+            if seen.insert((n.next.clone(), f)) {
+                nodes.push((n.next, f, Some((i, n.action, n.answers))));
                 queue.push_back(nodes.len() - 1);
             }
         }
@@ -634,7 +635,7 @@ fn shortest_with(
 }
 
 /// Writes the trace of `path` (built and validated by the model).
-fn write_trace(dir: &Path, name: &str, m: &LockModel, path: &[Action]) -> PathBuf {
+fn write_trace(dir: &Path, name: &str, m: &LockModel, path: &[(Action, Vec<bool>)]) -> PathBuf {
     let t = trace::build(m, path, Invariant::MutualExclusion, "check", None).expect("a trace");
     let f = dir.join(format!("{name}.json"));
     std::fs::write(&f, t.to_json()).unwrap();
@@ -650,15 +651,15 @@ fn a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires() {
     let t = "a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires";
     let _g = serial();
     for (proto, system, ttl) in [
-        ("zookeeper", &[ZOOKEEPER, JAVA][..], 6),
-        ("etcd", &[ETCD][..], 2),
+        ("zookeeper", &[ZOOKEEPER, JAVA][..], 30 * SEC),
+        ("etcd", &[ETCD][..], 10 * SEC),
     ] {
         if !require(t, system) {
             continue;
         }
         let m = model(proto, &[FaultKind::Pause], |p| {
             p.ttl = ttl;
-            p.renew_every = (ttl / 3).max(1);
+            p.renew_every = ttl / 3;
         });
         let path = shortest_with(&m, Invariant::MutualExclusion, delivers_watch_event);
         let d = scratch(&format!("watch-{proto}"));
@@ -691,8 +692,8 @@ fn etcd_3_4_takes_the_lock_on_an_answer_that_says_its_key_is_gone() {
         return;
     }
     let m = model("etcd", &[FaultKind::Pause], |p| {
-        p.ttl = 2;
-        p.renew_every = 1;
+        p.ttl = 10 * SEC;
+        p.renew_every = 10 * SEC / 3;
         p.acquisitions = 2;
         p.no_recheck = true;
     });
