@@ -973,6 +973,7 @@ impl Driver<'_> {
         }
         // One TCP connection delivers in the order it was sent: a request
         // that overtakes an older one on its connection cannot happen.
+        let fifo = self.m.params.network == locklab_models::params::Network::Fifo;
         let older = w
             .net
             .iter()
@@ -983,7 +984,13 @@ impl Driver<'_> {
                     && x.conn == msg.conn
                     && matches!(x.body, Body::Req(_))
                     && **x != msg
-                    && st.born[x.clk.0 as usize] < st.born[msg.clk.0 as usize]
+                    && if fifo {
+                        // Its place in the queue (a late message's clock
+                        // is re-armed, so its clock says nothing of order).
+                        x.seq < msg.seq
+                    } else {
+                        st.born[x.clk.0 as usize] < st.born[msg.clk.0 as usize]
+                    }
             })
             .count();
         if older > 0 {
