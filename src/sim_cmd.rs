@@ -63,43 +63,95 @@ pub struct SimulateArgs {
     pub acquisitions: Option<String>,
 
     /// Lock TTL [default: 30s, the article's 30 s and Redisson's lockWatchdogTimeout]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub ttl: Option<String>,
     /// Watchdog renewal period as a fraction of the TTL [default: 1/3, Redisson]
-    #[arg(long, value_name = "FRACTION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub renew_ratio: Option<String>,
     /// Client request timeout [default: 1s]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub timeout: Option<String>,
     /// Mean think time before each acquisition, exponential [default: 100ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub think: Option<String>,
     /// Shortest retry backoff after a failed acquisition [default: 50ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub backoff_min: Option<String>,
     /// Longest retry backoff (uniform between the two) [default: 250ms, as redsync]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub backoff_max: Option<String>,
     /// Critical-section work window MIN..MAX, as the checker's --work; past MAX only with --slow [default: 200ms..2s]
-    #[arg(long, value_name = "RANGE", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub work: Option<String>,
     /// Median work time, log-normal, kept inside --work [default: 300ms, the article's "300 ms on average"]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub work_p50: Option<String>,
     /// 99th percentile of the work time [default: 1.5s]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub work_p99: Option<String>,
     /// One-way latency window MIN..MAX (and a replica's apply lag), as the checker's --latency; past MAX only with --delay [default: 0.2ms..5ms]
-    #[arg(long, value_name = "RANGE", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub latency: Option<String>,
     /// Median one-way latency, log-normal, kept inside --latency [default: 0.5ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub latency_p50: Option<String>,
     /// 99th percentile of the latency [default: 2ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub latency_p99: Option<String>,
     /// A client's reaction to a reply, timer or end of work, uniform in 0..STEP, as the checker's --step [default: 1ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub step: Option<String>,
 
     /// Probability that a message is lost [default: 0.0001]
@@ -109,10 +161,18 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
     pub pause_rate: Option<String>,
     /// Median pause, log-normal [default: 20ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Faults (rates per second)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Faults (rates per second)"
+    )]
     pub pause_p50: Option<String>,
     /// 99th percentile of a pause [default: 2s]
-    #[arg(long, value_name = "DURATION", help_heading = "Faults (rates per second)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Faults (rates per second)"
+    )]
     pub pause_p99: Option<String>,
     /// Fault delay: a latency drawn past --latency's MAX holds the message back that long instead of being cut to MAX
     #[arg(long, help_heading = "Faults (rates per second)")]
@@ -121,7 +181,11 @@ pub struct SimulateArgs {
     #[arg(long, help_heading = "Faults (rates per second)")]
     pub slow: bool,
     /// Size of a wall-clock jump, forward or backward [default: 10s]
-    #[arg(long, value_name = "DURATION", help_heading = "Faults (rates per second)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Faults (rates per second)"
+    )]
     pub jump: Option<String>,
     /// Clock jumps per second per server (and per client for Redlock) [default: 0.0001]
     #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]

@@ -189,6 +189,8 @@ pub struct Runner<'p> {
     /// Per client: the round whose first attempt has begun.
     started: Vec<Option<u8>>,
     record: bool,
+    /// The last step taken, for diagnostics.
+    last: Option<(Action, Micros)>,
     out: RunResult,
 }
 
@@ -223,6 +225,7 @@ impl<'p> Runner<'p> {
             cands: Vec::new(),
             started: Vec::new(),
             record: false,
+            last: None,
             out: RunResult::default(),
         }
     }
@@ -247,6 +250,7 @@ impl<'p> Runner<'p> {
         self.started.clear();
         self.started.resize(n, None);
         self.record = record;
+        self.last = None;
         self.out = RunResult::default();
         self.start_faults();
         self.check();
@@ -338,12 +342,17 @@ impl<'p> Runner<'p> {
         {
             Ok(s) => s,
             Err(e) => panic!(
-                "simulator bug (seed {seed}, step {}): {} at {at} µs refused by the model: {e}",
+                "simulator bug (seed {seed}, step {}): {} at {at} µs refused by the model: {e} (the step before: {})",
                 self.out.steps + 1,
-                locklab_models::trace::action_text(&a)
+                locklab_models::trace::action_text(&a),
+                self.last.map_or("none".into(), |(a, t)| format!(
+                    "{} at {t} µs",
+                    locklab_models::trace::action_text(&a)
+                ))
             ),
         };
         self.now = at;
+        self.last = Some((a, at));
         self.out.steps += 1;
         if locklab_models::faults::kind_of(&a).is_some() {
             self.out.faults += 1;
