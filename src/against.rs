@@ -7,8 +7,11 @@ use crate::util::{EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure};
 use clap::Args;
 use locklab_models::params::PARAMS;
 use locklab_models::transfer::transfer;
+use locklab_models::Action;
+use locklab_models::engine::concrete::CState;
+use locklab_models::engine::solve::Rational;
 use locklab_models::world::Log;
-use locklab_models::{Invariant, LockModel, Params, trace};
+use locklab_models::{Invariant, LockModel, Params, trace, units};
 use locklab_traces::Trace;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -70,32 +73,40 @@ fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Fai
     LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
 }
 
-/// Labels of the steps of `path` through `m`, as a trace would show them.
-fn labels(m: &LockModel, path: &[locklab_models::Action]) -> Vec<String> {
-    let mut w = m.init();
-    path.iter()
-        .map(|a| {
-            let mut log = Log::on();
-            m.apply(&mut w, a, &mut log);
-            trace::label(&log.take())
-        })
-        .collect()
+/// Labels of the timed steps of `path` through `m`, as a trace would show
+/// them, and the state after the last one.
+fn labels(m: &LockModel, path: &[(Action, Rational)]) -> Result<(Vec<String>, CState), Failure> {
+    let mut s = m.cinit();
+    let mut out = Vec::with_capacity(path.len());
+    for (a, at) in path {
+        let mut log = Log::on();
+        s = m.cstep(&s, a, *at, &mut log).map_err(|e| Failure {
+            code: 70,
+            message: format!(
+                "internal error: the transferred run does not replay at its times ({}: {e})",
+                trace::action_text(a)
+            ),
+        })?;
+        out.push(trace::label(&log.take()));
+    }
+    Ok((out, s))
 }
 
-/// Why the target has no step playing the role of source action `a` after
-/// taking `path`.
-fn why_parted(
-    target: &LockModel,
-    path: &[locklab_models::Action],
-    a: &locklab_models::Action,
-) -> String {
-    use locklab_models::Action;
-    let mut w = target.init();
-    for step in path {
-        target.apply(&mut w, step, &mut Log::off());
-    }
-    let view = locklab_models::view::view(target, &w, 0, &locklab_models::view::Clocks::new(&w));
+/// Why the target, in state `s`, has no step playing the role of source
+/// action `a` at time `at`.
+fn why_parted(target: &LockModel, s: &CState, a: &Action, at: Rational) -> String {
+    let w = &s.world;
+    let view = locklab_models::view::view(target, s, &locklab_models::view::Clocks::new(w));
     let name = target.proto.name();
+    let when = units::show_rational(at);
+    if let Some(d) = target.deadline(s)
+        && d < at
+    {
+        return format!(
+            "in {name} a step of its own falls due at {} and none can be taken then",
+            units::show_rational(d)
+        );
+    }
     match a {
         Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => {
             let to = w.node_name(msg.to);
@@ -106,21 +117,29 @@ fn why_parted(
                 .filter(|s| s.status != "up")
                 .map(|s| format!(" ({to} is {})", s.status))
                 .unwrap_or_default();
-            format!(
-                "in {name} no message from {} to {to} of that kind is in flight{down}",
-                w.node_name(msg.from)
-            )
+            match target.cstep(s, a, at, &mut Log::off()) {
+                Err(e) if w.net.iter().any(|m| m.from == msg.from && m.to == msg.to) => format!(
+                    "in {name} the message from {} to {to} cannot arrive at {when}: {e}{down}",
+                    w.node_name(msg.from)
+                ),
+                _ => format!(
+                    "in {name} no message from {} to {to} of that kind is in flight{down}",
+                    w.node_name(msg.from)
+                ),
+            }
         }
         Action::Step { client } | Action::Watchdog { client } => {
             match view.clients.get(*client as usize) {
-                Some(c) => format!("in {name} {} has no such step due ({})", c.id, c.phase),
+                Some(c) => format!(
+                    "in {name} {} has no such step due at {when} ({})",
+                    c.id, c.phase
+                ),
                 None => format!("in {name} there is no client c{}", client + 1),
             }
         }
-        Action::Tick { .. } => format!("in {name} time cannot pass yet: a step is still due"),
         other => format!(
-            "{name} cannot take the step \"{}\" here",
-            locklab_models::trace::action_text(other)
+            "{name} cannot take the step \"{}\" at {when}",
+            trace::action_text(other)
         ),
     }
 }
@@ -179,8 +198,8 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     }
     let path = trace::actions(t).map_err(|e| Failure::input(e.to_string()))?;
     let result = transfer(&source, &path, &target, inv);
-    let tpath: Vec<_> = result.steps.iter().map(|s| s.action).collect();
-    let tl = labels(&target, &tpath);
+    let tpath: Vec<(Action, Rational)> = result.steps.iter().map(|s| (s.action, s.at)).collect();
+    let (tl, last) = labels(&target, &tpath)?;
 
     let (src_name, tgt_name) = column_names(&source, &target);
     let (src_name, tgt_name) = (src_name.as_str(), tgt_name.as_str());
@@ -250,7 +269,7 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
                 out,
                 "verdict: inconclusive: the schedules part at step {p} ({}): {}; {src_name} breaks {} at step {at}",
                 t.steps[p - 1].label,
-                why_parted(&target, &tpath, &path[p - 1]),
+                why_parted(&target, &last, &path[p - 1].0, path[p - 1].1),
                 t.invariant
             );
             EXIT_INCOMPLETE

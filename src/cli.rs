@@ -138,7 +138,9 @@ fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
         std::process::exit(EXIT_BAD_INPUT);
     }));
     // Serves until the process is stopped.
-    let _checker = m.checker().serve(addr);
+    // The Explorer walks the zone graph: the world holds no time, so a
+    // state is a world with the zone of its clock values.
+    let _checker = locklab_models::explore::ZoneModel(m).checker().serve(addr);
     Ok(0)
 }
 

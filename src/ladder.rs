@@ -19,7 +19,7 @@ fn refuse_protocol_knobs(args: &CheckArgs) -> Result<(), Failure> {
         ("no-cancel", m.no_cancel),
         ("instances", m.instances.is_some()),
         ("quorum", m.quorum.is_some()),
-        ("drift", m.drift.is_some()),
+        ("drift-factor", m.drift_factor.is_some()),
         ("delayed-restart", m.delayed_restart),
         ("resource-check", m.resource_check.is_some()),
         ("token-rule", m.token_rule.is_some()),

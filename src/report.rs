@@ -111,7 +111,7 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
         faults_line(c)
     );
     let _ = writeln!(out, "  params: {}", params_line(c));
-    let _ = writeln!(out, "  time:   {}", c.tick);
+    let _ = writeln!(out, "  time:   {}", c.time);
     let completeness = if s.complete {
         "exhaustive".to_string()
     } else if let Some(b) = &s.bound_hit {
