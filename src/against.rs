@@ -70,7 +70,7 @@ fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Fai
         }
     }
     args.model.overlay(proto, &mut p)?;
-    LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+    LockModel::new(proto, p).map_err(|e| Failure::input(crate::options::cli_names(&e.0)))
 }
 
 /// Labels of the timed steps of `path` through `m`, as a trace would show
@@ -212,14 +212,15 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     );
     let _ = writeln!(
         out,
-        "(each row: the source step and what the target did in its place; ≠ marks a different outcome; \"+\" rows are the target's own due steps)"
+        "(each row: the source step, the time the target took its step, and what the target did in its place; ≠ marks a different outcome; \"+\" rows are the target's own due steps)"
     );
     let _ = writeln!(out);
     let w = 72;
-    let _ = writeln!(out, " step  {:<w$}     {tgt_name}", src_name);
+    let _ = writeln!(out, " step  {:>12}  {:<w$}     {tgt_name}", "t", src_name);
     let mut shown = 0;
     let mut differ: Vec<usize> = Vec::new();
     for (k, s) in result.steps.iter().enumerate() {
+        let t_at = units::show_rational(s.at);
         let mark = if s.broken && result.broken_at == Some(k) {
             format!("   <-- {} broken", t.invariant)
         } else {
@@ -238,17 +239,25 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
                 };
                 let _ = writeln!(
                     out,
-                    " {:>4}  {:<w$}  {ne}  {}{mark}",
+                    " {:>4}  {t_at:>12}  {:<w$}  {ne}  {}{mark}",
                     i,
                     cut(&format!("{}{smark}", src.label), w),
                     tl[k]
                 );
             }
             Some(_) => {
-                let _ = writeln!(out, " {:>4}  {:<w$}     {}{mark}", "", "", tl[k]);
+                let _ = writeln!(
+                    out,
+                    " {:>4}  {t_at:>12}  {:<w$}     {}{mark}",
+                    "", "", tl[k]
+                );
             }
             None => {
-                let _ = writeln!(out, " {:>4}  {:<w$}  +  {}{mark}", "", "", tl[k]);
+                let _ = writeln!(
+                    out,
+                    " {:>4}  {t_at:>12}  {:<w$}  +  {}{mark}",
+                    "", "", tl[k]
+                );
             }
         }
     }

@@ -177,6 +177,13 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
         cap.map(|c| format!(" (at most {c} per execution)"))
             .unwrap_or_default()
     );
+    if let Some(r) = reports.first() {
+        let _ = writeln!(
+            out,
+            "network: {}",
+            crate::report::network_line(&r.config)
+        );
+    }
     let _ = writeln!(
         out,
         "cells: ✗ N = broken, shortest counterexample N steps; ok = holds (exhaustive); ? = search incomplete; - = n/a"

@@ -207,15 +207,34 @@ const DURATION_FORMS: &str =
 
 /// `--NAME TEXT` as one duration in µs.
 pub fn duration(name: &str, text: &str) -> Result<Micros, Failure> {
-    units::parse(text).map_err(|e| Failure::input(format!("--{name} {text}: {e}; expected {DURATION_FORMS}")))
+    units::parse(text).map_err(|e| unit_error(name, text, &e, DURATION_FORMS))
+}
+
+/// The error for a duration option that did not parse. A bare number is
+/// what the old 5-second-tick options took: say to add a unit.
+fn unit_error(name: &str, text: &str, e: &str, forms: &str) -> Failure {
+    let bare = |t: &str| {
+        let t = t.trim();
+        !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.')
+    };
+    if text.split("..").any(bare) {
+        Failure::input(format!(
+            "--{name} {text}: a duration needs a unit (times are exact now, no longer 5-second ticks); expected {forms}"
+        ))
+    } else {
+        Failure::input(format!("--{name} {text}: {e}; expected {forms}"))
+    }
 }
 
 /// `--NAME TEXT` as a range `MIN..MAX` (or one duration, meaning `D..D`).
 pub fn range(name: &str, text: &str) -> Result<(Micros, Micros), Failure> {
     units::parse_range(text).map_err(|e| {
-        Failure::input(format!(
-            "--{name} {text}: {e}; expected MIN..MAX or one duration, each {DURATION_FORMS}"
-        ))
+        unit_error(
+            name,
+            text,
+            &e,
+            &format!("MIN..MAX or one duration, each {DURATION_FORMS}"),
+        )
     })
 }
 
@@ -248,6 +267,27 @@ pub fn drift_factor(text: &str) -> Result<u32, Failure> {
         return Err(bad("out of range"));
     }
     Ok(ppm as u32)
+}
+
+/// The option that sets model parameter `name` (`drift-factor-ppm` is set
+/// by `--drift-factor`; `work-min`, `work-max` by `--work`, ...).
+pub fn cli_name(name: &str) -> &str {
+    match name {
+        "drift-factor-ppm" => "drift-factor",
+        "work-min" | "work-max" => "work",
+        "latency-min" | "latency-max" => "latency",
+        other => other,
+    }
+}
+
+/// A model error message with its parameter names as the CLI spells them.
+pub fn cli_names(message: &str) -> String {
+    message
+        .replace("--work-min ", "--work (its minimum) ")
+        .replace("--work-max ", "--work (its maximum) ")
+        .replace("--latency-min ", "--latency (its minimum) ")
+        .replace("--latency-max ", "--latency (its maximum) ")
+        .replace("--drift-factor-ppm ", "--drift-factor (in parts per million) ")
 }
 
 fn fault_names() -> Vec<&'static str> {
@@ -306,8 +346,9 @@ impl ModelArgs {
         let proto = self.proto()?;
         let mut p = Params::defaults(proto);
         self.overlay(proto, &mut p)?;
-        p.validate_for_search().map_err(|e| Failure::input(e.0))?;
-        LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+        p.validate_for_search()
+            .map_err(|e| Failure::input(cli_names(&e.0)))?;
+        LockModel::new(proto, p).map_err(|e| Failure::input(cli_names(&e.0)))
     }
 
     /// The protocol these options name.
@@ -330,6 +371,7 @@ impl ModelArgs {
             if let Some(only) = info.only
                 && !only.contains(&proto.name())
             {
+                let name = cli_name(name);
                 return Err(Failure::input(format!(
                     "--{name} does not apply to {}: it is an option of {}",
                     proto.name(),
