@@ -31,7 +31,10 @@ fn answers_text(answers: &[bool]) -> String {
     if answers.is_empty() {
         return String::new();
     }
-    let a: Vec<&str> = answers.iter().map(|&y| if y { "yes" } else { "no" }).collect();
+    let a: Vec<&str> = answers
+        .iter()
+        .map(|&y| if y { "yes" } else { "no" })
+        .collect();
     format!(" [timing: {}]", a.join(", "))
 }
 
@@ -124,7 +127,9 @@ mod tests {
         z.actions(&init, &mut acts);
         assert!(!acts.is_empty());
         for a in acts {
-            let next = z.next_state(&init, a.clone()).expect("listed step is followable");
+            let next = z
+                .next_state(&init, a.clone())
+                .expect("listed step is followable");
             assert_ne!(next, init, "{}", z.format_action(&a));
         }
     }

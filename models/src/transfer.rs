@@ -78,7 +78,10 @@ fn own_step(m: &LockModel, s: &CState, at: Rational) -> Option<(Action, CState)>
         .into_iter()
         .filter(|e| faults::kind_of(&e.action).is_none())
         .filter(|e| !matches!(e.action, Action::Resume { .. }))
-        .filter(|e| e.guard.is_some_and(|(c, _)| inv.iter().any(|(d, _)| *d == c)))
+        .filter(|e| {
+            e.guard
+                .is_some_and(|(c, _)| inv.iter().any(|(d, _)| *d == c))
+        })
         .find_map(|e| {
             m.cstep(s, &e.action, at, &mut Log::off())
                 .ok()
