@@ -5,11 +5,11 @@
 use crate::options::ModelArgs;
 use crate::util::{EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure};
 use clap::Args;
-use locklab_models::params::PARAMS;
-use locklab_models::transfer::transfer;
 use locklab_models::Action;
 use locklab_models::engine::concrete::CState;
 use locklab_models::engine::solve::Rational;
+use locklab_models::params::PARAMS;
+use locklab_models::transfer::transfer;
 use locklab_models::world::Log;
 use locklab_models::{Invariant, LockModel, Params, trace, units};
 use locklab_traces::Trace;

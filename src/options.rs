@@ -95,34 +95,79 @@ pub struct ModelArgs {
     pub budget: Vec<String>,
 
     /// Lock TTL (Redis PX; watchdog timeout; session or lease TTL), e.g. 30s [default: 30s]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub ttl: Option<String>,
     /// Work inside the critical section, between read and write, as a range
     /// MIN..MAX or one duration; beyond MAX is a `slow` fault [default: 200ms..2s]
-    #[arg(long, value_name = "RANGE", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub work: Option<String>,
     /// One-way message latency (and the replication link's), MIN..MAX or one
     /// duration; beyond MAX is a `delay` fault [default: 0.2ms..5ms]
-    #[arg(long, value_name = "RANGE", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub latency: Option<String>,
     /// Longest a client takes for one step (handle a reply, decide, send) [default: 1ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub step: Option<String>,
     /// Client request timeout [default: 1s]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub timeout: Option<String>,
     /// Least backoff before retrying a failed acquisition [default: 50ms]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub retry: Option<String>,
     /// Longest pause a `pause` fault causes [default: no bound]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub pause_max: Option<String>,
     /// How much longer than the longest latency a `delay` fault can hold a
     /// message [default: no bound]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub delay_max: Option<String>,
     /// Size of a clock jump [default: the TTL]
-    #[arg(long, value_name = "DURATION", help_heading = "Timing (with units: us, ms, s, m, h)")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
     pub jump: Option<String>,
     /// How the network orders messages: `fifo` = one ordered TCP connection
     /// per client, server and channel, and a new connection after a timeout
@@ -132,10 +177,20 @@ pub struct ModelArgs {
     pub network: Option<NetworkOpt>,
 
     /// Watchdog renewals / session heartbeats: time between them, e.g. 10s [default: TTL/3]
-    #[arg(long, value_name = "DURATION", help_heading = "Protocol knobs")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Protocol knobs"
+    )]
     pub renew_every: Option<String>,
     /// Watchdog: stop renewing after renewing this long, e.g. 60s [default: never]
-    #[arg(long, value_name = "DURATION", help_heading = "Protocol knobs")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Protocol knobs"
+    )]
     pub renew_cap: Option<String>,
     /// Watchdog bug: renew with a plain PEXPIRE, no ownership check
     #[arg(long, help_heading = "Protocol knobs")]
@@ -217,7 +272,11 @@ fn unit_error(name: &str, text: &str, e: &str, forms: &str) -> Failure {
         let t = t.trim();
         !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.')
     };
-    if text.split("..").any(bare) {
+    if text.trim_start().starts_with('-') || text.contains("..-") {
+        Failure::input(format!(
+            "--{name} {text}: a duration cannot be negative; expected {forms}"
+        ))
+    } else if text.split("..").any(bare) {
         Failure::input(format!(
             "--{name} {text}: a duration needs a unit (times are exact now, no longer 5-second ticks); expected {forms}"
         ))
@@ -261,7 +320,9 @@ pub fn drift_factor(text: &str) -> Result<u32, Failure> {
     } else {
         int.parse().map_err(|_| bad("not a number"))?
     };
-    let frac_ppm: u64 = format!("{frac:0<6}").parse().map_err(|_| bad("not a number"))?;
+    let frac_ppm: u64 = format!("{frac:0<6}")
+        .parse()
+        .map_err(|_| bad("not a number"))?;
     let ppm = whole.saturating_mul(1_000_000).saturating_add(frac_ppm);
     if ppm > 1_000_000 {
         return Err(bad("out of range"));
@@ -287,7 +348,10 @@ pub fn cli_names(message: &str) -> String {
         .replace("--work-max ", "--work (its maximum) ")
         .replace("--latency-min ", "--latency (its minimum) ")
         .replace("--latency-max ", "--latency (its maximum) ")
-        .replace("--drift-factor-ppm ", "--drift-factor (in parts per million) ")
+        .replace(
+            "--drift-factor-ppm ",
+            "--drift-factor (in parts per million) ",
+        )
 }
 
 fn fault_names() -> Vec<&'static str> {

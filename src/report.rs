@@ -76,9 +76,7 @@ pub fn params_line(c: &Config) -> String {
 /// What the network semantics in `c` mean, for every result.
 pub fn network_line(c: &Config) -> String {
     match c.params.get("network").and_then(|v| v.as_str()) {
-        Some("unordered") => {
-            "unordered: any message in flight may overtake any other".into()
-        }
+        Some("unordered") => "unordered: any message in flight may overtake any other".into(),
         Some(other) => format!(
             "{other}: one ordered TCP connection per client, server and channel; a new one after a timeout (what was sent on the old one may still arrive, in its own order)"
         ),
