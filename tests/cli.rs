@@ -247,7 +247,7 @@ fn exit_codes_speak_of_the_invariants_checked() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("mutual_exclusion  belief  VIOLATED in 8 steps"),
+        stdout(&o).contains("mutual_exclusion  belief  VIOLATED in 7 steps"),
         "{}",
         stdout(&o)
     );
