@@ -74,7 +74,7 @@ pub enum TraceCommand {
     /// Exit codes: 0 the target blocks it, 1 the target breaks too, 2 bad
     /// input, 3 inconclusive (the schedules part before the violation).
     #[command(allow_negative_numbers = true)]
-    Against(crate::against::AgainstArgs),
+    Against(Box<crate::against::AgainstArgs>),
 }
 
 /// Reads a trace file and replays every trace in it; nothing is rendered
