@@ -41,11 +41,11 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Replay a counterexample against real Redis, etcd or ZooKeeper servers and check they conform to the model
     Replay(crate::replay_cmd::ReplayArgs),
-    /// Seeded random runs with realistic timings (milliseconds): violation rates per acquisition
+    /// Seeded random runs with realistic timings: violation rates per acquisition
     ///
-    /// All durations here are MILLISECONDS (one model tick = 1 ms), unlike
-    /// `check`, whose ticks are 5 s. Rates are events per second of simulated
-    /// time, per client, server or node. Run i uses seed SEED+i: the same
+    /// Durations take units, as in `check` (30s, 200ms, 0.2ms). Rates are
+    /// events per second of simulated time, per client, server or node.
+    /// Run i uses seed SEED+i: the same
     /// seed and options print the same bytes on every machine and thread
     /// count. Rates come with a 95% Wilson score interval. Exit codes: 0 no
     /// violation, 1 violation found, 2 bad input. docs/simulation.md explains
