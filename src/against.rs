@@ -162,16 +162,38 @@ fn column_names(source: &LockModel, target: &LockModel) -> (String, String) {
         return (s.to_string(), t.to_string());
     }
     let (a, b) = (source.params.to_map(), target.params.to_map());
-    let shown = |v: Option<&serde_json::Value>| match v {
-        Some(serde_json::Value::String(x)) => x.clone(),
-        Some(serde_json::Value::Null) | None => "off".to_string(),
-        Some(other) => other.to_string(),
+    let shown = |k: &str, v: Option<&serde_json::Value>| match v {
+        Some(v) => crate::report::param_value(k, v),
+        None => "off".to_string(),
     };
     let (mut ls, mut lt) = (s.to_string(), t.to_string());
     for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+        // A range (`--work`, `--latency`) is one option: shown once, whole.
+        if let Some(range) = k.strip_suffix("-min") {
+            let hi = format!("{range}-max");
+            if a.get(k) != b.get(k) || a.get(&hi) != b.get(&hi) {
+                let _ = write!(
+                    ls,
+                    " {range}={}..{}",
+                    shown(k, a.get(k)),
+                    shown(&hi, a.get(&hi))
+                );
+                let _ = write!(
+                    lt,
+                    " {range}={}..{}",
+                    shown(k, b.get(k)),
+                    shown(&hi, b.get(&hi))
+                );
+            }
+            continue;
+        }
+        if k.ends_with("-max") && a.contains_key(&k.replace("-max", "-min")) {
+            continue;
+        }
         if a.get(k) != b.get(k) {
-            let _ = write!(ls, " {k}={}", shown(a.get(k)));
-            let _ = write!(lt, " {k}={}", shown(b.get(k)));
+            let name = crate::options::cli_name(k);
+            let _ = write!(ls, " {name}={}", shown(k, a.get(k)));
+            let _ = write!(lt, " {name}={}", shown(k, b.get(k)));
         }
     }
     (ls, lt)

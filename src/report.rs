@@ -18,6 +18,27 @@ const DURATIONS: &[&str] = &[
     "renew-cap",
 ];
 
+/// A parameter's value as the CLI takes it back: durations with units
+/// (`30s`), the drift factor as a decimal, `off` for an unset option.
+pub fn param_value(key: &str, v: &serde_json::Value) -> String {
+    match key {
+        "work-min" | "work-max" | "latency-min" | "latency-max" => duration_text(v),
+        "drift-factor-ppm" => {
+            let ppm = v.as_u64().unwrap_or(0);
+            let frac = format!("{:06}", ppm % 1_000_000);
+            let frac = frac.trim_end_matches('0');
+            let sep = if frac.is_empty() { "" } else { "." };
+            format!("{}{sep}{frac}", ppm / 1_000_000)
+        }
+        k if DURATIONS.contains(&k) => duration_text(v),
+        _ => match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => "off".into(),
+            other => other.to_string(),
+        },
+    }
+}
+
 /// A duration parameter's value in the form the CLI takes back (`30s`).
 fn duration_text(v: &serde_json::Value) -> String {
     match v.as_i64() {
@@ -54,19 +75,8 @@ pub fn params_line(c: &Config) -> String {
                         .unwrap_or_default();
                     format!("{name}={}..{hi}", duration_text(v))
                 }
-                "drift-factor-ppm" => {
-                    let ppm = v.as_u64().unwrap_or(0);
-                    let frac = format!("{:06}", ppm % 1_000_000);
-                    let frac = frac.trim_end_matches('0');
-                    let sep = if frac.is_empty() { "" } else { "." };
-                    format!("drift-factor={}{sep}{frac}", ppm / 1_000_000)
-                }
-                k if DURATIONS.contains(&k) => format!("{key}={}", duration_text(v)),
-                _ => match v {
-                    serde_json::Value::String(s) => format!("{key}={s}"),
-                    serde_json::Value::Null => format!("{key}=off"),
-                    other => format!("{key}={other}"),
-                },
+                "drift-factor-ppm" => format!("drift-factor={}", param_value(key, v)),
+                _ => format!("{key}={}", param_value(key, v)),
             })
         })
         .collect::<Vec<_>>()

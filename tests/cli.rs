@@ -512,7 +512,7 @@ fn a_counterexample_schedule_runs_against_the_fix() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("watchdog breaks mutual_exclusion too"));
     // Fencing the reads turns the stale write away, at the step that lost it.
-    let f = trace("fencing", "pause", "no_lost_update");
+    let f = fresh_trace("fencing", "no_lost_update");
     let o = locklab(&[
         "trace",
         "against",
@@ -982,6 +982,19 @@ fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
         out.contains("verdict: fencing resource-check=read-write BLOCKS it"),
         "{out}"
     );
+    // Timing knobs are named as the options take them, with units; the
+    // schedule is replayed at its exact times, which the longer TTL outlasts:
+    // c2's SET at 30 s finds c1's key still live.
+    let f = fresh_trace("naive-del", "ownership");
+    let o = locklab(&["trace", "against", "naive-del", "--ttl", "60s", &f]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("naive-del jump=30s renew-every=10s ttl=30s")
+            && out.contains("naive-del jump=60s renew-every=20s ttl=60s"),
+        "{out}"
+    );
+    assert!(out.contains("SET lock c2#1 NX PX 60000 -> nil"), "{out}");
 }
 
 #[test]
