@@ -995,6 +995,21 @@ fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
         "{out}"
     );
     assert!(out.contains("SET lock c2#1 NX PX 60000 -> nil"), "{out}");
+    // A longer least latency: the schedule is replayed at times the
+    // target's windows allow (the SET arrives after 1 ms, not 0.2 ms), the
+    // pause keeps its length, and the race happens just the same.
+    let o = locklab(&["trace", "against", "naive-del", "--latency", "1ms..5ms", &f]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let row2 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .expect("row 2");
+    assert!(row2.contains(" 1 ms "), "{row2}");
+    assert!(
+        out.contains("naive-del latency=1ms..5ms breaks ownership too"),
+        "{out}"
+    );
 }
 
 #[test]
