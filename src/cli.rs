@@ -31,7 +31,9 @@ pub enum Command {
     Check(crate::check::CheckArgs),
     /// List protocols, fault kinds and invariants
     List(crate::list::ListArgs),
-    /// Step through a protocol's states in stateright's web Explorer (on 127.0.0.1)
+    /// Step through a protocol's zone graph in stateright's web Explorer (on 127.0.0.1):
+    /// each state is a world with the zone of its clock values (µs), each step an action
+    /// with the answers its timing questions took
     #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
     /// Read trace files: render, explain, validate, or run a schedule against another protocol
