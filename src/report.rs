@@ -239,6 +239,7 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
                     };
                     format!("smallest fault sets: {}{qual}; ", alts.join(" | "))
                 }
+                None if v.faults_used.is_empty() => "uses no fault; ".to_string(),
                 None => format!("uses {}; ", v.faults_used.join("+")),
             }
         };

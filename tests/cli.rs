@@ -263,6 +263,24 @@ fn exit_codes_speak_of_the_invariants_checked() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("holds"));
     assert!(stdout(&o).contains("exhaustive"));
+    // The §4.2 race needs no fault when the work can end just at the TTL.
+    let o = locklab(&[
+        "check",
+        "get-del",
+        "--faults",
+        "none",
+        "--work",
+        "29.99s..30s",
+        "--invariants",
+        "ownership",
+        "--no-fault-analysis",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("VIOLATED in 10 steps  uses no fault;"),
+        "{}",
+        stdout(&o)
+    );
     // A bound hit: incomplete, never "holds".
     let o = locklab(&[
         "check",
