@@ -19,6 +19,7 @@ pub mod canon;
 pub mod client;
 pub mod coord;
 pub mod engine;
+pub mod explore;
 pub mod faults;
 pub mod invariants;
 pub mod model;
