@@ -35,9 +35,12 @@ pub struct ReplayArgs {
     /// From a check report, replay the trace of this invariant [default: the first violated one]
     #[arg(long, value_name = "NAME")]
     pub invariant: Option<String>,
-    /// Real milliseconds per model tick (20..=60000) [default: 200 on Redis, 2000 on etcd (whole-second leases), 500 on ZooKeeper]
-    #[arg(long, value_name = "MS")]
-    pub tick_ms: Option<u64>,
+    /// Model time runs N times as fast as real time, for the schedule and every TTL, lease and session alike (1..=10000) [default: 20 on Redis, 5 on etcd (whole-second leases), 10 on ZooKeeper]
+    #[arg(long, value_name = "N")]
+    pub speed: Option<u64>,
+    /// Replay at the trace's own (earliest) times instead of re-timing the steps so that every server timing decision has a margin real time can reproduce
+    #[arg(long)]
+    pub keep_times: bool,
     /// The redis-server binary to run
     #[arg(long, value_name = "PATH", default_value = "redis-server")]
     pub redis_server: PathBuf,
@@ -102,7 +105,8 @@ pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
         ))
     })?;
     let opts = Options {
-        tick_ms: args.tick_ms,
+        speed: args.speed,
+        keep_times: args.keep_times,
         servers: ServerOptions {
             redis_server: args.redis_server.clone(),
             base_port: args.base_port,
