@@ -11,7 +11,8 @@
 
 mod common;
 
-use common::{check, model_with};
+use common::{check, model_with, worlds};
+use locklab_models::search::PathStep;
 use locklab_models::params::Network;
 use locklab_models::world::{Body, Chan, Msg, Node};
 use locklab_models::{Action, FaultKind, Invariant, LockModel, World};
@@ -44,15 +45,17 @@ fn take<T: PartialEq>(v: &mut Vec<T>, x: &T) -> bool {
 
 /// The first step of `path` at which a request runs before an older one
 /// on its connection, if any.
-fn reordering(m: &LockModel, path: &[Action]) -> Option<String> {
+fn reordering(m: &LockModel, path: &[PathStep]) -> Option<String> {
     // Per key: the connections, oldest first, the last one current; each a
-    // FIFO of request bodies still in flight.
+    // FIFO of request bodies still in flight. The worlds come from the zone
+    // engine; the oracle reads only who sent what to whom, never the
+    // model's queue positions (`seq`) or timing fields (`clk`, `late`,
+    // `arrived`, `held`).
     let mut conns: HashMap<Key, Vec<VecDeque<Body>>> = HashMap::new();
-    let mut w = m.init();
-    for (i, a) in path.iter().enumerate() {
-        let before = requests(&w);
-        let next = m.after(&w, a);
-        let after = requests(&next);
+    let ws = worlds(m, path);
+    for (i, (a, _)) in path.iter().enumerate() {
+        let before = requests(&ws[i]);
+        let after = requests(&ws[i + 1]);
         // What ran, or was lost, on the way.
         if let Action::Deliver { msg } | Action::Drop { msg } = a
             && let (Node::Client(c), Body::Req(_)) = (msg.from, msg.body)
@@ -120,7 +123,6 @@ fn reordering(m: &LockModel, path: &[Action]) -> Option<String> {
                 }
             }
         }
-        w = next;
     }
     None
 }
@@ -156,12 +158,9 @@ fn fifo_counterexamples_respect_tcp_order_and_are_longer() {
     );
     // What remains is the stale unlock of an earlier attempt, run from a
     // connection its client had closed.
-    let mut w = m.init();
-    let stale = path.iter().any(|a| {
-        let s = matches!(a, Action::Deliver { msg } if msg.conn > 0
-            && matches!(msg.body, Body::Req(locklab_models::world::Cmd::Cad { .. })));
-        w = m.after(&w, a);
-        s
+    let stale = path.iter().any(|(a, _)| {
+        matches!(a, Action::Deliver { msg } if msg.conn > 0
+            && matches!(msg.body, Body::Req(locklab_models::world::Cmd::Cad { .. })))
     });
     assert!(stale, "the counterexample runs a stale compare-and-delete");
 }
@@ -219,13 +218,24 @@ fn a_loss_breaks_the_stream_behind_it() {
                     round: c,
                 },
             }),
-            held: None,
+            held: false,
+            late: false,
+            arrived: false,
             orphan: false,
+            clk: locklab_models::time::Clk(0),
         };
         w.send_msg(msg(0), network == Network::Fifo);
         w.send_msg(msg(1), network == Network::Fifo);
         let first = w.net[0];
-        let after = m.after(&w, &Action::Drop { msg: first });
-        assert_eq!(after.net.len(), left, "{network:?}");
+        // A loss asks no timing question: a blind context applies it.
+        let mut t = locklab_models::time::TimeCtx::blind();
+        m.apply(
+            &mut w,
+            &Action::Drop { msg: first },
+            &mut t,
+            &mut locklab_models::world::Log::off(),
+        );
+        assert!(t.asks.is_empty(), "a loss asks no timing question");
+        assert_eq!(w.net.len(), left, "{network:?}");
     }
 }

@@ -124,27 +124,6 @@ fn counterexamples_are_shortest() {
 }
 
 #[test]
-fn stateright_bfs_agrees_on_the_shortest_length() {
-    // stateright 0.31's own BFS is shortest with one property and one
-    // thread; it must find paths of the same length as ours.
-    use stateright::{Checker, Model};
-    for (p, faults, inv) in [
-        ("naive-del", vec![Pause], MutualExclusion),
-        ("get-del", vec![Delay], Ownership),
-        ("setnx-expire", vec![Crash], NoOrphanLock),
-    ] {
-        let mut m = model(p, &faults);
-        let ours = violated(&m, inv);
-        m.properties = vec![inv];
-        let checker = m.checker().threads(1).spawn_bfs().join();
-        let path = checker
-            .discovery(inv.name())
-            .unwrap_or_else(|| panic!("stateright finds no {} counterexample for {p}", inv.name()));
-        assert_eq!(path.into_actions().len(), ours, "{p}: {}", inv.name());
-    }
-}
-
-#[test]
 fn every_protocol_is_listed_once() {
     let names = protocols::names();
     for p in SINGLE {

@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use locklab_models::params::{ResourceCheck, TokenRule};
+use locklab_models::engine::zone::Succ;
 use locklab_models::search::fingerprint;
 use locklab_models::world::{Body, Phase, Reply};
 use locklab_models::{Action, FaultKind, FaultKind::*, Invariant::*, LockModel, protocols};
@@ -39,7 +40,7 @@ fn heartbeats_lost_and_delayed_expire_a_live_holders_lease() {
         let r = check(&m, &[MutualExclusion]);
         let path = &r.violations[&MutualExclusion];
         assert!(
-            !path.iter().any(|a| matches!(a, Action::Pause { .. })),
+            !path.iter().any(|(a, _)| matches!(a, Action::Pause { .. })),
             "{p}"
         );
     }
@@ -144,7 +145,7 @@ fn failover_regresses_redis_tokens_and_the_resource_accepts_the_duplicate() {
     let m = model("fencing-redis", &[Failover]);
     let r = check(&m, &[TokenMonotonic, NoLostUpdate]);
     let path = &r.violations[&TokenMonotonic];
-    assert!(path.iter().any(|a| matches!(a, Action::Failover { .. })));
+    assert!(path.iter().any(|(a, _)| matches!(a, Action::Failover { .. })));
     assert!(r.violations.contains_key(&NoLostUpdate));
     // Without failover (or restart) the counter only grows.
     holds(&model("fencing-redis", &[Pause, Loss]), TokenMonotonic);
@@ -153,13 +154,15 @@ fn failover_regresses_redis_tokens_and_the_resource_accepts_the_duplicate() {
 /// Searches for a step in which a client takes the lock upon an answer
 /// that said its own entry is gone.
 fn enters_without_its_entry(m: &LockModel) -> bool {
+    // Over the zone graph: every step with every feasible timing.
     let mut seen = HashSet::new();
-    let mut frontier = vec![m.init()];
-    let mut acts = Vec::new();
-    while let Some(w) = frontier.pop() {
-        m.enabled(&w, &mut acts);
-        for a in acts.clone() {
-            let s = m.after(&w, &a);
+    let mut frontier = vec![m.zinit()];
+    let mut succs = Vec::new();
+    while let Some(z) = frontier.pop() {
+        m.successors(&z, &mut succs);
+        for Succ { action: a, next, .. } in succs.drain(..) {
+            let w = &z.world;
+            let s = &next.world;
             let told_gone = matches!(
                 a,
                 Action::Deliver { msg } if msg.body == Body::Reply(Reply::Place {
@@ -176,8 +179,8 @@ fn enters_without_its_entry(m: &LockModel) -> bool {
             if told_gone && entered {
                 return true;
             }
-            if seen.insert(fingerprint(&s)) {
-                frontier.push(s);
+            if seen.insert((fingerprint(s), next.zone.clone())) {
+                frontier.push(next);
             }
         }
     }

@@ -39,8 +39,8 @@ fn failover_alone_breaks_replicated_mutual_exclusion() {
     let m = model("replicated", &[Failover]);
     let r = check(&m, &[MutualExclusion]);
     let path = &r.violations[&MutualExclusion];
-    assert!(path.iter().any(|a| matches!(a, Action::Failover { .. })));
-    assert!(!path.iter().any(|a| matches!(a, Action::Pause { .. })));
+    assert!(path.iter().any(|(a, _)| matches!(a, Action::Failover { .. })));
+    assert!(!path.iter().any(|(a, _)| matches!(a, Action::Pause { .. })));
     // Without failover the replica never matters to clients.
     holds(&model("replicated", &[Slow]), MutualExclusion);
 }
@@ -68,7 +68,7 @@ fn a_server_clock_jump_alone_breaks_redlock() {
     let path = &r.violations[&MutualExclusion];
     let jump = path
         .iter()
-        .find_map(|a| match a {
+        .find_map(|(a, _)| match a {
             Action::ClockJump { node, by } => Some((*node, *by)),
             _ => None,
         })
@@ -92,7 +92,7 @@ fn a_backward_client_clock_jump_defeats_the_validity_check() {
     let path = &r.violations[&NoLostUpdate];
     assert!(
         path.iter()
-            .any(|a| matches!(a, Action::ClockJump { node: Node::Client(_), by } if *by < 0)),
+            .any(|(a, _)| matches!(a, Action::ClockJump { node: Node::Client(_), by } if *by < 0)),
         "expected a backward client clock jump in {path:?}"
     );
 }

@@ -234,10 +234,11 @@ fn an_unfenced_writer_loses_an_update_whatever_the_check() {
 
 fn check_path(m: &LockModel, inv: Invariant) -> Vec<Action> {
     let r = check(m, &[inv]);
-    r.violations
-        .get(&inv)
-        .unwrap_or_else(|| panic!("{} should break for {:?}", inv.name(), m.params))
-        .clone()
+    acts(
+        r.violations
+            .get(&inv)
+            .unwrap_or_else(|| panic!("{} should break for {:?}", inv.name(), m.params)),
+    )
 }
 
 #[test]
