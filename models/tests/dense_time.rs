@@ -6,7 +6,9 @@ use common::*;
 use locklab_models::search::{SearchOptions, search};
 use locklab_models::time::{MS, Micros};
 use locklab_models::units::parse;
-use locklab_models::{Action, FaultKind, FaultKind::*, Invariant, Invariant::*, LockModel, protocols, trace};
+use locklab_models::{
+    Action, FaultKind, FaultKind::*, Invariant, Invariant::*, LockModel, protocols, trace,
+};
 
 /// Builds the trace of `inv`'s counterexample, reads it back from JSON and
 /// validates it at its exact times (the concrete engine checks every guard,
@@ -128,9 +130,15 @@ fn redlock_loses_an_update_exactly_when_the_clock_error_exceeds_its_margin() {
         let threshold = d - p.step + 2 * p.latency_min;
         // Well within the allowance, and exactly at the threshold: holds.
         assert!(!redlock_loses(d / 2, setup), "{name}: D/2");
-        assert!(!redlock_loses(threshold, setup), "{name}: at {threshold} µs");
+        assert!(
+            !redlock_loses(threshold, setup),
+            "{name}: at {threshold} µs"
+        );
         // One µs beyond it: breaks.
-        assert!(redlock_loses(threshold + 1, setup), "{name}: {threshold} µs + 1");
+        assert!(
+            redlock_loses(threshold + 1, setup),
+            "{name}: {threshold} µs + 1"
+        );
         // 1 ms beyond the allowance itself breaks unless the shortest
         // round trip is longer than the client's reaction by 1 ms or more
         // (latency 1 ms..5 ms: the threshold is D + 1 ms exactly).
@@ -206,7 +214,13 @@ fn no_lock_is_the_control_and_loses_an_update_with_no_fault() {
 #[test]
 fn every_counterexample_found_validates_at_its_exact_times() {
     let mut cases: Vec<LockModel> = Vec::new();
-    for p in ["setnx-expire", "naive-del", "get-del", "lua-release", "watchdog"] {
+    for p in [
+        "setnx-expire",
+        "naive-del",
+        "get-del",
+        "lua-release",
+        "watchdog",
+    ] {
         let proto = protocols::by_name(p).unwrap();
         let m = model_with(p, proto.faults(), |q| q.max_faults = Some(2));
         cases.push(m);

@@ -39,7 +39,10 @@ fn failover_alone_breaks_replicated_mutual_exclusion() {
     let m = model("replicated", &[Failover]);
     let r = check(&m, &[MutualExclusion]);
     let path = &r.violations[&MutualExclusion];
-    assert!(path.iter().any(|(a, _)| matches!(a, Action::Failover { .. })));
+    assert!(
+        path.iter()
+            .any(|(a, _)| matches!(a, Action::Failover { .. }))
+    );
     assert!(!path.iter().any(|(a, _)| matches!(a, Action::Pause { .. })));
     // Without failover the replica never matters to clients.
     holds(&model("replicated", &[Slow]), MutualExclusion);

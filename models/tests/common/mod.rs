@@ -75,7 +75,10 @@ pub const ALL_SINGLE: &[FaultKind] = &[
 
 /// The discrete worlds along a symbolic path (the initial one first), each
 /// step followed through the zone engine with the answers it took.
-pub fn worlds(m: &LockModel, path: &[locklab_models::search::PathStep]) -> Vec<locklab_models::World> {
+pub fn worlds(
+    m: &LockModel,
+    path: &[locklab_models::search::PathStep],
+) -> Vec<locklab_models::World> {
     let mut s = m.zinit();
     let mut out = vec![s.world.clone()];
     for (i, (a, answers)) in path.iter().enumerate() {
