@@ -46,7 +46,7 @@ pub fn parse(text: &str) -> Result<Micros, String> {
     };
     let mut value = whole * scale as i128;
     let mut unit_part = scale as i128;
-    for (k, d) in frac.chars().enumerate() {
+    for (k, d) in frac.char_indices() {
         let digit = d.to_digit(10).ok_or_else(|| format!("{text:?}: not a number"))? as i128;
         if unit_part % 10 != 0 {
             if digit != 0 || frac[k..].chars().any(|c| c != '0') {
