@@ -5,10 +5,13 @@
 use crate::options::ModelArgs;
 use crate::util::{EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure};
 use clap::Args;
+use locklab_models::Action;
+use locklab_models::engine::concrete::CState;
+use locklab_models::engine::solve::Rational;
 use locklab_models::params::PARAMS;
 use locklab_models::transfer::transfer;
 use locklab_models::world::Log;
-use locklab_models::{Invariant, LockModel, Params, trace};
+use locklab_models::{Invariant, LockModel, Params, trace, units};
 use locklab_traces::Trace;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -67,35 +70,43 @@ fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Fai
         }
     }
     args.model.overlay(proto, &mut p)?;
-    LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+    LockModel::new(proto, p).map_err(|e| Failure::input(crate::options::cli_names(&e.0)))
 }
 
-/// Labels of the steps of `path` through `m`, as a trace would show them.
-fn labels(m: &LockModel, path: &[locklab_models::Action]) -> Vec<String> {
-    let mut w = m.init();
-    path.iter()
-        .map(|a| {
-            let mut log = Log::on();
-            m.apply(&mut w, a, &mut log);
-            trace::label(&log.take())
-        })
-        .collect()
-}
-
-/// Why the target has no step playing the role of source action `a` after
-/// taking `path`.
-fn why_parted(
-    target: &LockModel,
-    path: &[locklab_models::Action],
-    a: &locklab_models::Action,
-) -> String {
-    use locklab_models::Action;
-    let mut w = target.init();
-    for step in path {
-        target.apply(&mut w, step, &mut Log::off());
+/// Labels of the timed steps of `path` through `m`, as a trace would show
+/// them, and the state after the last one.
+fn labels(m: &LockModel, path: &[(Action, Rational)]) -> Result<(Vec<String>, CState), Failure> {
+    let mut s = m.cinit();
+    let mut out = Vec::with_capacity(path.len());
+    for (a, at) in path {
+        let mut log = Log::on();
+        s = m.cstep(&s, a, *at, &mut log).map_err(|e| Failure {
+            code: 70,
+            message: format!(
+                "internal error: the transferred run does not replay at its times ({}: {e})",
+                trace::action_text(a)
+            ),
+        })?;
+        out.push(trace::label(&log.take()));
     }
-    let view = locklab_models::view::view(target, &w, 0, &locklab_models::view::Clocks::new(&w));
+    Ok((out, s))
+}
+
+/// Why the target, in state `s`, has no step playing the role of source
+/// action `a` at time `at`.
+fn why_parted(target: &LockModel, s: &CState, a: &Action, at: Rational) -> String {
+    let w = &s.world;
+    let view = locklab_models::view::view(target, s, &locklab_models::view::Clocks::new(w));
     let name = target.proto.name();
+    let when = units::show_rational(at);
+    if let Some(d) = target.deadline(s)
+        && d < at
+    {
+        return format!(
+            "in {name} a step of its own falls due at {} and none can be taken then",
+            units::show_rational(d)
+        );
+    }
     match a {
         Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => {
             let to = w.node_name(msg.to);
@@ -106,21 +117,29 @@ fn why_parted(
                 .filter(|s| s.status != "up")
                 .map(|s| format!(" ({to} is {})", s.status))
                 .unwrap_or_default();
-            format!(
-                "in {name} no message from {} to {to} of that kind is in flight{down}",
-                w.node_name(msg.from)
-            )
+            match target.cstep(s, a, at, &mut Log::off()) {
+                Err(e) if w.net.iter().any(|m| m.from == msg.from && m.to == msg.to) => format!(
+                    "in {name} the message from {} to {to} cannot arrive at {when}: {e}{down}",
+                    w.node_name(msg.from)
+                ),
+                _ => format!(
+                    "in {name} no message from {} to {to} of that kind is in flight{down}",
+                    w.node_name(msg.from)
+                ),
+            }
         }
         Action::Step { client } | Action::Watchdog { client } => {
             match view.clients.get(*client as usize) {
-                Some(c) => format!("in {name} {} has no such step due ({})", c.id, c.phase),
+                Some(c) => format!(
+                    "in {name} {} has no such step due at {when} ({})",
+                    c.id, c.phase
+                ),
                 None => format!("in {name} there is no client c{}", client + 1),
             }
         }
-        Action::Tick { .. } => format!("in {name} time cannot pass yet: a step is still due"),
         other => format!(
-            "{name} cannot take the step \"{}\" here",
-            locklab_models::trace::action_text(other)
+            "{name} cannot take the step \"{}\" at {when}",
+            trace::action_text(other)
         ),
     }
 }
@@ -143,16 +162,38 @@ fn column_names(source: &LockModel, target: &LockModel) -> (String, String) {
         return (s.to_string(), t.to_string());
     }
     let (a, b) = (source.params.to_map(), target.params.to_map());
-    let shown = |v: Option<&serde_json::Value>| match v {
-        Some(serde_json::Value::String(x)) => x.clone(),
-        Some(serde_json::Value::Null) | None => "off".to_string(),
-        Some(other) => other.to_string(),
+    let shown = |k: &str, v: Option<&serde_json::Value>| match v {
+        Some(v) => crate::report::param_value(k, v),
+        None => "off".to_string(),
     };
     let (mut ls, mut lt) = (s.to_string(), t.to_string());
     for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {
+        // A range (`--work`, `--latency`) is one option: shown once, whole.
+        if let Some(range) = k.strip_suffix("-min") {
+            let hi = format!("{range}-max");
+            if a.get(k) != b.get(k) || a.get(&hi) != b.get(&hi) {
+                let _ = write!(
+                    ls,
+                    " {range}={}..{}",
+                    shown(k, a.get(k)),
+                    shown(&hi, a.get(&hi))
+                );
+                let _ = write!(
+                    lt,
+                    " {range}={}..{}",
+                    shown(k, b.get(k)),
+                    shown(&hi, b.get(&hi))
+                );
+            }
+            continue;
+        }
+        if k.ends_with("-max") && a.contains_key(&k.replace("-max", "-min")) {
+            continue;
+        }
         if a.get(k) != b.get(k) {
-            let _ = write!(ls, " {k}={}", shown(a.get(k)));
-            let _ = write!(lt, " {k}={}", shown(b.get(k)));
+            let name = crate::options::cli_name(k);
+            let _ = write!(ls, " {name}={}", shown(k, a.get(k)));
+            let _ = write!(lt, " {name}={}", shown(k, b.get(k)));
         }
     }
     (ls, lt)
@@ -179,8 +220,8 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     }
     let path = trace::actions(t).map_err(|e| Failure::input(e.to_string()))?;
     let result = transfer(&source, &path, &target, inv);
-    let tpath: Vec<_> = result.steps.iter().map(|s| s.action).collect();
-    let tl = labels(&target, &tpath);
+    let tpath: Vec<(Action, Rational)> = result.steps.iter().map(|s| (s.action, s.at)).collect();
+    let (tl, last) = labels(&target, &tpath)?;
 
     let (src_name, tgt_name) = column_names(&source, &target);
     let (src_name, tgt_name) = (src_name.as_str(), tgt_name.as_str());
@@ -193,14 +234,15 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
     );
     let _ = writeln!(
         out,
-        "(each row: the source step and what the target did in its place; ≠ marks a different outcome; \"+\" rows are the target's own due steps)"
+        "(each row: the source step, the time the target took its step, and what the target did in its place; ≠ marks a different outcome; \"+\" rows are the target's own due steps)"
     );
     let _ = writeln!(out);
     let w = 72;
-    let _ = writeln!(out, " step  {:<w$}     {tgt_name}", src_name);
+    let _ = writeln!(out, " step  {:>12}  {:<w$}     {tgt_name}", "t", src_name);
     let mut shown = 0;
     let mut differ: Vec<usize> = Vec::new();
     for (k, s) in result.steps.iter().enumerate() {
+        let t_at = units::show_rational(s.at);
         let mark = if s.broken && result.broken_at == Some(k) {
             format!("   <-- {} broken", t.invariant)
         } else {
@@ -219,17 +261,25 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
                 };
                 let _ = writeln!(
                     out,
-                    " {:>4}  {:<w$}  {ne}  {}{mark}",
+                    " {:>4}  {t_at:>12}  {:<w$}  {ne}  {}{mark}",
                     i,
                     cut(&format!("{}{smark}", src.label), w),
                     tl[k]
                 );
             }
             Some(_) => {
-                let _ = writeln!(out, " {:>4}  {:<w$}     {}{mark}", "", "", tl[k]);
+                let _ = writeln!(
+                    out,
+                    " {:>4}  {t_at:>12}  {:<w$}     {}{mark}",
+                    "", "", tl[k]
+                );
             }
             None => {
-                let _ = writeln!(out, " {:>4}  {:<w$}  +  {}{mark}", "", "", tl[k]);
+                let _ = writeln!(
+                    out,
+                    " {:>4}  {t_at:>12}  {:<w$}  +  {}{mark}",
+                    "", "", tl[k]
+                );
             }
         }
     }
@@ -250,7 +300,7 @@ pub fn run(args: &AgainstArgs) -> Result<i32, Failure> {
                 out,
                 "verdict: inconclusive: the schedules part at step {p} ({}): {}; {src_name} breaks {} at step {at}",
                 t.steps[p - 1].label,
-                why_parted(&target, &tpath, &path[p - 1]),
+                why_parted(&target, &last, &path[p - 1].0, path[p - 1].1),
                 t.invariant
             );
             EXIT_INCOMPLETE

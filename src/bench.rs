@@ -10,7 +10,8 @@ use std::process::Command;
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Also run Redlock with 3 faults per execution (about 2 minutes)
+    /// Also run the long searches: replicated and fencing-redis with every fault kind
+    /// (about 20 s each in a release build on one core)
     #[arg(long)]
     pub heavy: bool,
     /// Worker threads for each search [default: one per core]
@@ -29,23 +30,23 @@ struct Case {
     args: Vec<&'static str>,
 }
 
+/// Configurations the exact-time search finishes (measured in
+/// wip/dense-time/README.md); Redlock with five instances and faults does
+/// not yet (many concurrent clocks), so it is benchmarked fault-free on
+/// three instances.
 fn cases(heavy: bool) -> Vec<Case> {
     let mut v = vec![
         Case {
-            name: "redlock, 3 instances, full check",
-            args: vec!["redlock", "--instances", "3"],
-        },
-        Case {
-            name: "redlock, 5 instances, full check",
-            args: vec!["redlock", "--instances", "5"],
-        },
-        Case {
-            name: "redlock, 5 instances, mutual_exclusion only",
-            args: vec!["redlock", "--invariants", "mutual_exclusion"],
+            name: "redlock, 3 instances, no faults",
+            args: vec!["redlock", "--instances", "3", "--faults", "none"],
         },
         Case {
             name: "naive-del, full check",
             args: vec!["naive-del"],
+        },
+        Case {
+            name: "get-del, full check",
+            args: vec!["get-del"],
         },
         Case {
             name: "lua-release, full check",
@@ -55,15 +56,15 @@ fn cases(heavy: bool) -> Vec<Case> {
             name: "watchdog, full check",
             args: vec!["watchdog"],
         },
-        Case {
-            name: "replicated, full check",
-            args: vec!["replicated"],
-        },
     ];
     if heavy {
         v.push(Case {
-            name: "redlock, 5 instances, full check, 3 faults",
-            args: vec!["redlock", "--max-faults", "3"],
+            name: "replicated, full check",
+            args: vec!["replicated"],
+        });
+        v.push(Case {
+            name: "fencing-redis, full check",
+            args: vec!["fencing-redis"],
         });
     }
     v

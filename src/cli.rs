@@ -31,7 +31,9 @@ pub enum Command {
     Check(crate::check::CheckArgs),
     /// List protocols, fault kinds and invariants
     List(crate::list::ListArgs),
-    /// Step through a protocol's states in stateright's web Explorer (on 127.0.0.1)
+    /// Step through a protocol's zone graph in stateright's web Explorer (on 127.0.0.1):
+    /// each state is a world with the zone of its clock values (µs), each step an action
+    /// with the answers its timing questions took
     #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
     /// Read trace files: render, explain, validate, or run a schedule against another protocol
@@ -41,11 +43,11 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Replay a counterexample against real Redis, etcd or ZooKeeper servers and check they conform to the model
     Replay(crate::replay_cmd::ReplayArgs),
-    /// Seeded random runs with realistic timings (milliseconds): violation rates per acquisition
+    /// Seeded random runs with realistic timings: violation rates per acquisition
     ///
-    /// All durations here are MILLISECONDS (one model tick = 1 ms), unlike
-    /// `check`, whose ticks are 5 s. Rates are events per second of simulated
-    /// time, per client, server or node. Run i uses seed SEED+i: the same
+    /// Durations take units, as in `check` (30s, 200ms, 0.2ms). Rates are
+    /// events per second of simulated time, per client, server or node.
+    /// Run i uses seed SEED+i: the same
     /// seed and options print the same bytes on every machine and thread
     /// count. Rates come with a 95% Wilson score interval. Exit codes: 0 no
     /// violation, 1 violation found, 2 bad input. docs/simulation.md explains
@@ -138,7 +140,9 @@ fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
         std::process::exit(EXIT_BAD_INPUT);
     }));
     // Serves until the process is stopped.
-    let _checker = m.checker().serve(addr);
+    // The Explorer walks the zone graph: the world holds no time, so a
+    // state is a world with the zone of its clock values.
+    let _checker = locklab_models::explore::ZoneModel(m).checker().serve(addr);
     Ok(0)
 }
 

@@ -19,7 +19,7 @@ fn refuse_protocol_knobs(args: &CheckArgs) -> Result<(), Failure> {
         ("no-cancel", m.no_cancel),
         ("instances", m.instances.is_some()),
         ("quorum", m.quorum.is_some()),
-        ("drift", m.drift.is_some()),
+        ("drift-factor", m.drift_factor.is_some()),
         ("delayed-restart", m.delayed_restart),
         ("resource-check", m.resource_check.is_some()),
         ("token-rule", m.token_rule.is_some()),
@@ -170,13 +170,21 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
         .first()
         .and_then(|r| r.config.params.get("max-faults"))
         .and_then(|v| v.as_u64());
+    let kinds = match args.model.faults.as_deref().map(str::trim) {
+        None | Some("all") => "every fault kind its lock service can suffer".to_string(),
+        Some("none") => "no fault".to_string(),
+        Some(list) => format!("the fault kinds {list} where its lock service can suffer them"),
+    };
     let _ = writeln!(
         out,
-        "locklab check all: {} protocols, each with every fault kind its lock service can suffer{}",
+        "locklab check all: {} protocols, each with {kinds}{}",
         reports.len(),
         cap.map(|c| format!(" (at most {c} per execution)"))
             .unwrap_or_default()
     );
+    if let Some(r) = reports.first() {
+        let _ = writeln!(out, "network: {}", crate::report::network_line(&r.config));
+    }
     let _ = writeln!(
         out,
         "cells: ✗ N = broken, shortest counterexample N steps; ok = holds (exhaustive); ? = search incomplete; - = n/a"

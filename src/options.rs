@@ -5,7 +5,8 @@
 use crate::util::{Failure, unknown};
 use clap::{Args, ValueEnum};
 use locklab_models::params::{Network, PARAMS, ResourceCheck, ResourceOp, TokenRule, TokenStore};
-use locklab_models::{FaultKind, LockModel, Params, protocols};
+use locklab_models::time::Micros;
+use locklab_models::{FaultKind, LockModel, Params, protocols, units};
 
 /// How the resource checks fencing tokens (article §7.4 "资源端怎么校验").
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -63,7 +64,7 @@ pub enum RuleOpt {
 }
 
 /// One model: a protocol, its parameters, and the faults to explore.
-/// Durations are in ticks (1 tick = 5 s of the article's world).
+/// Durations take units (`30s`, `200ms`, `0.2ms`, `150us`), exactly, to the µs.
 #[derive(Args, Debug, Clone)]
 pub struct ModelArgs {
     /// Protocol to model (`locklab list` shows them all; `check all` runs every one)
@@ -93,27 +94,81 @@ pub struct ModelArgs {
     )]
     pub budget: Vec<String>,
 
-    /// Lock TTL [default: 6 = the article's 30 s]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub ttl: Option<u32>,
-    /// Work inside the critical section, between read and write [default: 1]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub work: Option<u32>,
-    /// Client request timeout [default: 1]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub timeout: Option<u32>,
-    /// Delay before retrying a failed acquisition [default: 1]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub retry: Option<u32>,
+    /// Lock TTL (Redis PX; watchdog timeout; session or lease TTL), e.g. 30s [default: 30s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub ttl: Option<String>,
+    /// Work inside the critical section, between read and write, as a range
+    /// MIN..MAX or one duration; beyond MAX is a `slow` fault [default: 200ms..2s]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub work: Option<String>,
+    /// One-way message latency (and the replication link's), MIN..MAX or one
+    /// duration; beyond MAX is a `delay` fault [default: 0.2ms..5ms]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub latency: Option<String>,
+    /// Longest a client takes for one step (handle a reply, decide, send) [default: 1ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub step: Option<String>,
+    /// Client request timeout [default: 1s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub timeout: Option<String>,
+    /// Least backoff before retrying a failed acquisition [default: 50ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub retry: Option<String>,
     /// Longest pause a `pause` fault causes [default: no bound]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub pause_max: Option<u32>,
-    /// Longest a `delay` fault holds a message [default: no bound]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub delay_max: Option<u32>,
-    /// Size of a clock jump [default: TTL]
-    #[arg(long, value_name = "TICKS", help_heading = "Timing (ticks)")]
-    pub jump: Option<u32>,
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub pause_max: Option<String>,
+    /// How much longer than the longest latency a `delay` fault can hold a
+    /// message [default: no bound]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub delay_max: Option<String>,
+    /// Size of a clock jump [default: the TTL]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub jump: Option<String>,
     /// How the network orders messages: `fifo` = one ordered TCP connection
     /// per client, server and channel, and a new connection after a timeout
     /// (what was sent on the old one may still arrive, in its own order);
@@ -121,12 +176,22 @@ pub struct ModelArgs {
     #[arg(long, value_enum, value_name = "SEMANTICS", help_heading = "World")]
     pub network: Option<NetworkOpt>,
 
-    /// Watchdog renewals / session heartbeats: ticks between them [default: TTL/3]
-    #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
-    pub renew_every: Option<u32>,
-    /// Watchdog: stop renewing after this many ticks [default: never]
-    #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
-    pub renew_cap: Option<u32>,
+    /// Watchdog renewals / session heartbeats: time between them, e.g. 10s [default: TTL/3]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Protocol knobs"
+    )]
+    pub renew_every: Option<String>,
+    /// Watchdog: stop renewing after renewing this long, e.g. 60s [default: never]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Protocol knobs"
+    )]
+    pub renew_cap: Option<String>,
     /// Watchdog bug: renew with a plain PEXPIRE, no ownership check
     #[arg(long, help_heading = "Protocol knobs")]
     pub renew_unchecked: bool,
@@ -139,10 +204,11 @@ pub struct ModelArgs {
     /// Redlock: votes needed [default: N/2+1]
     #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
     pub quorum: Option<u8>,
-    /// Redlock: clock-drift allowance [default: 1 = 0.01 x TTL + 2 ms, rounded up]
-    #[arg(long, value_name = "TICKS", help_heading = "Protocol knobs")]
-    pub drift: Option<u32>,
-    /// A restarted Redis stays unavailable for TTL+1 ticks before serving
+    /// Redlock: clock-drift factor; the allowance is int(TTL_ms x factor) + 2 ms,
+    /// as redlock-py and redlock-rb compute it [default: 0.01, i.e. 302 ms at a 30s TTL]
+    #[arg(long, value_name = "FACTOR", help_heading = "Protocol knobs")]
+    pub drift_factor: Option<String>,
+    /// A restarted Redis stays unavailable for the TTL and one more second before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
     /// How the resource checks fencing tokens, by the article's §7.4 forms
@@ -190,6 +256,104 @@ pub fn empty_faults() -> Failure {
     ))
 }
 
+/// The forms a duration option accepts, for error messages.
+const DURATION_FORMS: &str =
+    "a number with a unit: us, ms, s, m or h (for example 30s, 200ms, 0.2ms, 150us)";
+
+/// `--NAME TEXT` as one duration in µs.
+pub fn duration(name: &str, text: &str) -> Result<Micros, Failure> {
+    units::parse(text).map_err(|e| unit_error(name, text, &e, DURATION_FORMS))
+}
+
+/// The error for a duration option that did not parse. A bare number is
+/// what the old 5-second-tick options took: say to add a unit.
+fn unit_error(name: &str, text: &str, e: &str, forms: &str) -> Failure {
+    let bare = |t: &str| {
+        let t = t.trim();
+        !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.')
+    };
+    if text.trim_start().starts_with('-') || text.contains("..-") {
+        Failure::input(format!(
+            "--{name} {text}: a duration cannot be negative; expected {forms}"
+        ))
+    } else if text.split("..").any(bare) {
+        Failure::input(format!(
+            "--{name} {text}: a duration needs a unit (times are exact now, no longer 5-second ticks); expected {forms}"
+        ))
+    } else {
+        Failure::input(format!("--{name} {text}: {e}; expected {forms}"))
+    }
+}
+
+/// `--NAME TEXT` as a range `MIN..MAX` (or one duration, meaning `D..D`).
+pub fn range(name: &str, text: &str) -> Result<(Micros, Micros), Failure> {
+    units::parse_range(text).map_err(|e| {
+        unit_error(
+            name,
+            text,
+            &e,
+            &format!("MIN..MAX or one duration, each {DURATION_FORMS}"),
+        )
+    })
+}
+
+/// `--drift-factor 0.01` as parts per million, exactly (at most 6 decimals, 0..=1).
+pub fn drift_factor(text: &str) -> Result<u32, Failure> {
+    let bad = |why: &str| {
+        Failure::input(format!(
+            "--drift-factor {text}: {why}; expected a plain decimal between 0 and 1 with at most 6 decimals (for example 0.01, the reference clients' value)"
+        ))
+    };
+    let t = text.trim();
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if (int.is_empty() && frac.is_empty())
+        || !int.chars().all(|c| c.is_ascii_digit())
+        || !frac.chars().all(|c| c.is_ascii_digit())
+    {
+        return Err(bad("not a number"));
+    }
+    if frac.len() > 6 {
+        return Err(bad("finer than one part per million"));
+    }
+    let whole: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad("not a number"))?
+    };
+    let frac_ppm: u64 = format!("{frac:0<6}")
+        .parse()
+        .map_err(|_| bad("not a number"))?;
+    let ppm = whole.saturating_mul(1_000_000).saturating_add(frac_ppm);
+    if ppm > 1_000_000 {
+        return Err(bad("out of range"));
+    }
+    Ok(ppm as u32)
+}
+
+/// The option that sets model parameter `name` (`drift-factor-ppm` is set
+/// by `--drift-factor`; `work-min`, `work-max` by `--work`, ...).
+pub fn cli_name(name: &str) -> &str {
+    match name {
+        "drift-factor-ppm" => "drift-factor",
+        "work-min" | "work-max" => "work",
+        "latency-min" | "latency-max" => "latency",
+        other => other,
+    }
+}
+
+/// A model error message with its parameter names as the CLI spells them.
+pub fn cli_names(message: &str) -> String {
+    message
+        .replace("--work-min ", "--work (its minimum) ")
+        .replace("--work-max ", "--work (its maximum) ")
+        .replace("--latency-min ", "--latency (its minimum) ")
+        .replace("--latency-max ", "--latency (its maximum) ")
+        .replace(
+            "--drift-factor-ppm ",
+            "--drift-factor (in parts per million) ",
+        )
+}
+
 fn fault_names() -> Vec<&'static str> {
     FaultKind::ALL.iter().map(|k| k.name()).collect()
 }
@@ -209,7 +373,7 @@ impl ModelArgs {
         add(self.no_cancel, "no-cancel");
         add(self.instances.is_some(), "instances");
         add(self.quorum.is_some(), "quorum");
-        add(self.drift.is_some(), "drift");
+        add(self.drift_factor.is_some(), "drift-factor-ppm");
         add(self.delayed_restart, "delayed-restart");
         add(self.resource_check.is_some(), "resource-check");
         add(self.token_rule.is_some(), "token-rule");
@@ -246,8 +410,9 @@ impl ModelArgs {
         let proto = self.proto()?;
         let mut p = Params::defaults(proto);
         self.overlay(proto, &mut p)?;
-        p.validate_for_search().map_err(|e| Failure::input(e.0))?;
-        LockModel::new(proto, p).map_err(|e| Failure::input(e.0))
+        p.validate_for_search()
+            .map_err(|e| Failure::input(cli_names(&e.0)))?;
+        LockModel::new(proto, p).map_err(|e| Failure::input(cli_names(&e.0)))
     }
 
     /// The protocol these options name.
@@ -270,6 +435,7 @@ impl ModelArgs {
             if let Some(only) = info.only
                 && !only.contains(&proto.name())
             {
+                let name = cli_name(name);
                 return Err(Failure::input(format!(
                     "--{name} does not apply to {}: it is an option of {}",
                     proto.name(),
@@ -283,32 +449,41 @@ impl ModelArgs {
         if let Some(v) = self.acquisitions {
             p.acquisitions = v;
         }
-        if let Some(v) = self.ttl {
+        if let Some(t) = &self.ttl {
             // Durations derived from the TTL follow it unless set explicitly.
+            let v = duration("ttl", t)?;
             p.ttl = v;
             p.jump = v;
-            p.renew_every = (v / 3).max(1);
+            p.renew_every = v / 3;
         }
-        for (opt, field) in [
-            (self.work, &mut p.work),
-            (self.timeout, &mut p.timeout),
-            (self.retry, &mut p.retry),
-            (self.jump, &mut p.jump),
-            (self.renew_every, &mut p.renew_every),
-            (self.drift, &mut p.drift),
+        if let Some(t) = &self.work {
+            (p.work_min, p.work_max) = range("work", t)?;
+        }
+        if let Some(t) = &self.latency {
+            (p.latency_min, p.latency_max) = range("latency", t)?;
+        }
+        for (name, opt, field) in [
+            ("step", &self.step, &mut p.step),
+            ("timeout", &self.timeout, &mut p.timeout),
+            ("retry", &self.retry, &mut p.retry),
+            ("jump", &self.jump, &mut p.jump),
+            ("renew-every", &self.renew_every, &mut p.renew_every),
         ] {
-            if let Some(v) = opt {
-                *field = v;
+            if let Some(t) = opt {
+                *field = duration(name, t)?;
             }
         }
-        if self.pause_max.is_some() {
-            p.pause_max = self.pause_max;
+        for (name, opt, field) in [
+            ("pause-max", &self.pause_max, &mut p.pause_max),
+            ("delay-max", &self.delay_max, &mut p.delay_max),
+            ("renew-cap", &self.renew_cap, &mut p.renew_cap),
+        ] {
+            if let Some(t) = opt {
+                *field = Some(duration(name, t)?);
+            }
         }
-        if self.delay_max.is_some() {
-            p.delay_max = self.delay_max;
-        }
-        if self.renew_cap.is_some() {
-            p.renew_cap = self.renew_cap;
+        if let Some(t) = &self.drift_factor {
+            p.drift_factor_ppm = drift_factor(t)?;
         }
         p.renew_unchecked |= self.renew_unchecked;
         p.no_cancel |= self.no_cancel;

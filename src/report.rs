@@ -5,25 +5,93 @@ use locklab_models::params::PARAMS;
 use locklab_traces::{CheckReport, Config, Format};
 use std::fmt::Write;
 
-/// `ttl=6 work=1 ...` for the parameters that apply to the protocol.
+/// Parameters stored in µs, shown as durations with units.
+const DURATIONS: &[&str] = &[
+    "ttl",
+    "step",
+    "timeout",
+    "retry",
+    "pause-max",
+    "delay-max",
+    "jump",
+    "renew-every",
+    "renew-cap",
+];
+
+/// A parameter's value as the CLI takes it back: durations with units
+/// (`30s`), the drift factor as a decimal, `off` for an unset option.
+pub fn param_value(key: &str, v: &serde_json::Value) -> String {
+    match key {
+        "work-min" | "work-max" | "latency-min" | "latency-max" => duration_text(v),
+        "drift-factor-ppm" => {
+            let ppm = v.as_u64().unwrap_or(0);
+            let frac = format!("{:06}", ppm % 1_000_000);
+            let frac = frac.trim_end_matches('0');
+            let sep = if frac.is_empty() { "" } else { "." };
+            format!("{}{sep}{frac}", ppm / 1_000_000)
+        }
+        k if DURATIONS.contains(&k) => duration_text(v),
+        _ => match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => "off".into(),
+            other => other.to_string(),
+        },
+    }
+}
+
+/// A duration parameter's value in the form the CLI takes back (`30s`).
+fn duration_text(v: &serde_json::Value) -> String {
+    match v.as_i64() {
+        Some(us) => locklab_models::units::arg(us),
+        None if v.is_null() => "off".into(),
+        None => v.to_string(),
+    }
+}
+
+/// `ttl=30s work=200ms..2s latency=200us..5ms ...` for the parameters that
+/// apply to the protocol, by their CLI names and in their CLI forms.
 pub fn params_line(c: &Config) -> String {
+    let get = |k: &str| c.params.get(k);
     PARAMS
         .iter()
         .filter(|p| {
             p.only
                 .is_none_or(|only| only.contains(&c.protocol.as_str()))
         })
-        .filter(|p| p.name != "clients" && p.name != "acquisitions" && p.name != "max-faults")
+        .filter(|p| {
+            !matches!(
+                p.name,
+                "clients" | "acquisitions" | "max-faults" | "work-max" | "latency-max"
+            )
+        })
         .filter_map(|p| {
             let key = p.name;
-            c.params.get(key).map(|v| match v {
-                serde_json::Value::String(s) => format!("{key}={s}"),
-                serde_json::Value::Null => format!("{key}=off"),
-                other => format!("{key}={other}"),
+            let v = get(key)?;
+            Some(match key {
+                "work-min" | "latency-min" => {
+                    let name = key.trim_end_matches("-min");
+                    let hi = get(&format!("{name}-max"))
+                        .map(duration_text)
+                        .unwrap_or_default();
+                    format!("{name}={}..{hi}", duration_text(v))
+                }
+                "drift-factor-ppm" => format!("drift-factor={}", param_value(key, v)),
+                _ => format!("{key}={}", param_value(key, v)),
             })
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// What the network semantics in `c` mean, for every result.
+pub fn network_line(c: &Config) -> String {
+    match c.params.get("network").and_then(|v| v.as_str()) {
+        Some("unordered") => "unordered: any message in flight may overtake any other".into(),
+        Some(other) => format!(
+            "{other}: one ordered TCP connection per client, server and channel; a new one after a timeout (what was sent on the old one may still arrive, in its own order)"
+        ),
+        None => "fifo".into(),
+    }
 }
 
 pub fn faults_line(c: &Config) -> String {
@@ -111,7 +179,8 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
         faults_line(c)
     );
     let _ = writeln!(out, "  params: {}", params_line(c));
-    let _ = writeln!(out, "  time:   {}", c.tick);
+    let _ = writeln!(out, "  network: {}", network_line(c));
+    let _ = writeln!(out, "  time:   {}", c.time);
     let completeness = if s.complete {
         "exhaustive".to_string()
     } else if let Some(b) = &s.bound_hit {
@@ -170,6 +239,7 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
                     };
                     format!("smallest fault sets: {}{qual}; ", alts.join(" | "))
                 }
+                None if v.faults_used.is_empty() => "uses no fault; ".to_string(),
                 None => format!("uses {}; ", v.faults_used.join("+")),
             }
         };

@@ -4,6 +4,7 @@
 
 use crate::util::{EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic};
 use clap::Args;
+use locklab_models::units::show;
 use locklab_models::{Invariant, protocols};
 use locklab_sim::config::{SimConfig, applies, sweepable};
 use locklab_sim::engine::{Plan, Runner};
@@ -34,7 +35,7 @@ pub struct SimulateArgs {
     /// Run only shard I of N (0-based), a disjoint slice of the runs; combine the shards' --json summaries with `locklab merge`
     #[arg(long, value_name = "I/N", help_heading = "Runs")]
     pub shard: Option<String>,
-    /// Vary one option and chart the rates: PARAM=START..END:STEP (e.g. ttl=5000..60000:5000) or PARAM=V1,V2,...
+    /// Vary one option and chart the rates: PARAM=START..END:STEP (e.g. ttl=5s..60s:5s) or PARAM=V1,V2,...
     #[arg(long, value_name = "PARAM=RANGE", help_heading = "Runs")]
     pub sweep: Option<String>,
     /// Worker threads [default: one per core]; the result does not depend on it
@@ -43,8 +44,8 @@ pub struct SimulateArgs {
     /// How to order steps due at the same instant: random or ordered [default: random]
     #[arg(long, value_name = "POLICY", help_heading = "Runs")]
     pub scheduler: Option<String>,
-    /// Stop a run at this simulated time [default: 600000 = 10 min]
-    #[arg(long, value_name = "MS", help_heading = "Runs")]
+    /// Stop a run at this simulated time [default: 10m]
+    #[arg(long, value_name = "DURATION", help_heading = "Runs")]
     pub horizon: Option<String>,
 
     /// Print the summary as JSON on standard output
@@ -61,43 +62,97 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "N", help_heading = "World")]
     pub acquisitions: Option<String>,
 
-    /// Lock TTL [default: 30000, the article's 30 s and Redisson's lockWatchdogTimeout]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// Lock TTL [default: 30s, the article's 30 s and Redisson's lockWatchdogTimeout]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub ttl: Option<String>,
     /// Watchdog renewal period as a fraction of the TTL [default: 1/3, Redisson]
-    #[arg(long, value_name = "FRACTION", help_heading = "Timing (milliseconds)")]
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub renew_ratio: Option<String>,
-    /// Client request timeout [default: 1000]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// Client request timeout [default: 1s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub timeout: Option<String>,
-    /// Mean think time before each acquisition, exponential [default: 100]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// Mean think time before each acquisition, exponential [default: 100ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub think: Option<String>,
-    /// Shortest retry backoff after a failed acquisition [default: 50]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// Shortest retry backoff after a failed acquisition [default: 50ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub backoff_min: Option<String>,
-    /// Longest retry backoff (uniform between the two) [default: 250, as redsync]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// Longest retry backoff (uniform between the two) [default: 250ms, as redsync]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub backoff_max: Option<String>,
-    /// Median critical-section work time, log-normal [default: 300, the article's "300 ms on average"]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// Critical-section work window MIN..MAX, as the checker's --work; past MAX only with --slow [default: 200ms..2s]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
+    pub work: Option<String>,
+    /// Median work time, log-normal, kept inside --work [default: 300ms, the article's "300 ms on average"]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub work_p50: Option<String>,
-    /// 99th percentile of the work time [default: 3000]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// 99th percentile of the work time [default: 1.5s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub work_p99: Option<String>,
-    /// Median one-way network latency, log-normal [default: 0.5]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// One-way latency window MIN..MAX (and a replica's apply lag), as the checker's --latency; past MAX only with --delay [default: 0.2ms..5ms]
+    #[arg(
+        long,
+        value_name = "RANGE",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
+    pub latency: Option<String>,
+    /// Median one-way latency, log-normal, kept inside --latency [default: 0.5ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub latency_p50: Option<String>,
-    /// 99th percentile of the latency [default: 5]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
+    /// 99th percentile of the latency [default: 2ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
     pub latency_p99: Option<String>,
-
-    /// Median replication lag from primary to replica, log-normal (replicated) [default: 1]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
-    pub repl_lag_p50: Option<String>,
-    /// 99th percentile of the replication lag [default: 100]
-    #[arg(long, value_name = "MS", help_heading = "Timing (milliseconds)")]
-    pub repl_lag_p99: Option<String>,
+    /// A client's reaction to a reply, timer or end of work, uniform in 0..STEP, as the checker's --step [default: 1ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
+    pub step: Option<String>,
 
     /// Probability that a message is lost [default: 0.0001]
     #[arg(long, value_name = "P", help_heading = "Faults (rates per second)")]
@@ -105,14 +160,32 @@ pub struct SimulateArgs {
     /// Process pauses (GC, VM freeze) per second per client [default: 1]
     #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
     pub pause_rate: Option<String>,
-    /// Median pause, log-normal [default: 20 ms]
-    #[arg(long, value_name = "MS", help_heading = "Faults (rates per second)")]
+    /// Median pause, log-normal [default: 20ms]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Faults (rates per second)"
+    )]
     pub pause_p50: Option<String>,
-    /// 99th percentile of a pause [default: 2000 ms]
-    #[arg(long, value_name = "MS", help_heading = "Faults (rates per second)")]
+    /// 99th percentile of a pause [default: 2s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Faults (rates per second)"
+    )]
     pub pause_p99: Option<String>,
-    /// Size of a wall-clock jump, forward or backward [default: 10000 ms]
-    #[arg(long, value_name = "MS", help_heading = "Faults (rates per second)")]
+    /// Fault delay: a latency drawn past --latency's MAX holds the message back that long instead of being cut to MAX
+    #[arg(long, help_heading = "Faults (rates per second)")]
+    pub delay: bool,
+    /// Fault slow: a work time drawn past --work's MAX runs that long instead of being cut to MAX
+    #[arg(long, help_heading = "Faults (rates per second)")]
+    pub slow: bool,
+    /// Size of a wall-clock jump, forward or backward [default: 10s]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        help_heading = "Faults (rates per second)"
+    )]
     pub jump: Option<String>,
     /// Clock jumps per second per server (and per client for Redlock) [default: 0.0001]
     #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
@@ -127,8 +200,8 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "RATE", help_heading = "Faults (rates per second)")]
     pub failover_rate: Option<String>,
 
-    /// Watchdog: stop renewing after this many ms [default: never]
-    #[arg(long, value_name = "MS", help_heading = "Protocol knobs")]
+    /// Watchdog: stop renewing after this long [default: never]
+    #[arg(long, value_name = "DURATION", help_heading = "Protocol knobs")]
     pub renew_cap: Option<String>,
     /// Watchdog bug: renew with a plain PEXPIRE, no ownership check
     #[arg(long, help_heading = "Protocol knobs")]
@@ -142,13 +215,13 @@ pub struct SimulateArgs {
     /// Redlock: votes needed [default: N/2+1]
     #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
     pub quorum: Option<String>,
-    /// Redlock: clock-drift allowance [default: 1% of the TTL + 2 ms, as redlock-rb]
-    #[arg(long, value_name = "MS", help_heading = "Protocol knobs")]
-    pub drift: Option<String>,
-    /// A restarted Redis stays unavailable for TTL+1 ms before serving
+    /// Redlock: clock-drift factor in parts per million; the allowance is TTL x factor + 2 ms [default: 10000 = 0.01, as redlock-rb]
+    #[arg(long, value_name = "PPM", help_heading = "Protocol knobs")]
+    pub drift_factor_ppm: Option<String>,
+    /// A restarted Redis stays unavailable for a TTL (and a second) before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
-    /// Fencing: where the resource checks tokens, none|write|read-write [default: the protocol's]
+    /// Fencing: where the resource checks tokens (`locklab list` names them) [default: the protocol's]
     #[arg(long, value_name = "WHERE", help_heading = "Protocol knobs")]
     pub resource_check: Option<String>,
     /// Fencing: accept token >= max (ge) or token > max (gt) [default: ge]
@@ -157,6 +230,9 @@ pub struct SimulateArgs {
     /// etcd 3.4: return the lock after waiting without re-checking the own key
     #[arg(long, help_heading = "Protocol knobs")]
     pub no_recheck: bool,
+    /// How the network orders messages: fifo (one TCP connection) or unordered [default: fifo]
+    #[arg(long, value_name = "ORDER", help_heading = "Protocol knobs")]
+    pub network: Option<String>,
 }
 
 impl SimulateArgs {
@@ -171,12 +247,13 @@ impl SimulateArgs {
             ("think", &self.think),
             ("backoff-min", &self.backoff_min),
             ("backoff-max", &self.backoff_max),
+            ("work", &self.work),
             ("work-p50", &self.work_p50),
             ("work-p99", &self.work_p99),
+            ("latency", &self.latency),
             ("latency-p50", &self.latency_p50),
             ("latency-p99", &self.latency_p99),
-            ("repl-lag-p50", &self.repl_lag_p50),
-            ("repl-lag-p99", &self.repl_lag_p99),
+            ("step", &self.step),
             ("loss", &self.loss),
             ("pause-rate", &self.pause_rate),
             ("pause-p50", &self.pause_p50),
@@ -189,13 +266,16 @@ impl SimulateArgs {
             ("renew-cap", &self.renew_cap),
             ("instances", &self.instances),
             ("quorum", &self.quorum),
-            ("drift", &self.drift),
+            ("drift-factor-ppm", &self.drift_factor_ppm),
             ("resource-check", &self.resource_check),
             ("token-rule", &self.token_rule),
+            ("network", &self.network),
             ("horizon", &self.horizon),
             ("scheduler", &self.scheduler),
         ];
         let flags = [
+            ("delay", self.delay),
+            ("slow", self.slow),
             ("renew-unchecked", self.renew_unchecked),
             ("no-cancel", self.no_cancel),
             ("delayed-restart", self.delayed_restart),
@@ -475,7 +555,9 @@ fn finish(mut s: Summary, out_dir: Option<&Path>, json: bool) -> Result<i32, Fai
             let file = dir_name(seed, &r.invariant);
             infos.push(Some(TraceInfo {
                 steps: t.violation_step,
-                at_ms: t.steps[t.violation_step - 1].time,
+                at_us: locklab_models::trace::parse_time(&t.steps[t.violation_step - 1].at_us)
+                    .map(locklab_models::engine::concrete::micros)
+                    .unwrap_or_default(),
                 file: file.as_ref().map(|f| f.display().to_string()),
             }));
             if let Some(f) = file {
@@ -604,7 +686,7 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
     let cut = sum(|p| p.cut);
     let _ = writeln!(
         o,
-        "  totals:   {}{} acquisitions, {} steps, {:.1} h simulated; {} run{} stopped unfinished at the {} ms horizon",
+        "  totals:   {}{} acquisitions, {} steps, {} faults, {:.1} h simulated; {} run{} stopped unfinished at the {} horizon",
         if s.points.len() > 1 {
             format!("{} points; ", s.points.len())
         } else {
@@ -612,10 +694,11 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
         },
         thousands(sum(|p| p.acquisitions)),
         thousands(sum(|p| p.steps)),
-        sum(|p| p.simulated_ms) as f64 / 3.6e6,
+        thousands(sum(|p| p.faults)),
+        s.points.iter().map(|p| p.simulated_us as f64).sum::<f64>() / 3.6e9,
         thousands(cut),
         if cut == 1 { "" } else { "s" },
-        c.horizon
+        show(c.horizon)
     );
     let _ = writeln!(o, "  rates:    violations per acquisition, {}", s.interval);
     let _ = writeln!(o);
@@ -683,7 +766,7 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
             let seed = r.first_seed.unwrap_or_default();
             let _ = write!(o, "    {:<17} seed {seed}", r.invariant);
             if let Some(t) = &r.trace {
-                let _ = write!(o, ", step {} at {:.3} s", t.steps, t.at_ms as f64 / 1000.0);
+                let _ = write!(o, ", step {} at {}", t.steps, show(t.at_us));
                 match &t.file {
                     Some(f) => {
                         let _ = writeln!(o, ": {f}");
@@ -730,34 +813,30 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
 
 fn timing_line(c: &SimConfig) -> String {
     let proto = c.proto().ok();
-    let lag =
-        if proto.is_some_and(|p| p.service() == locklab_models::protocols::Service::Replicated) {
-            format!(
-                "; replication lag p50 {} / p99 {} ms",
-                c.repl_lag_p50, c.repl_lag_p99
-            )
-        } else {
-            String::new()
-        };
     let renew = if proto.is_some_and(|p| p.renewal() != locklab_models::protocols::Renewal::None) {
         format!(
-            " (renewed every {} ms)",
-            c.model().map(|m| m.params.renew_every).unwrap_or_default()
+            " (renewed every {})",
+            show(c.model().map(|m| m.params.renew_every).unwrap_or_default())
         )
     } else {
         String::new()
     };
     format!(
-        "ttl {} ms{renew}; work p50 {} / p99 {} ms; latency p50 {} / p99 {} ms{lag}; timeout {} ms; think {} ms; backoff {}..{} ms",
-        c.ttl,
-        c.work_p50,
-        c.work_p99,
-        c.latency_p50,
-        c.latency_p99,
-        c.timeout,
-        c.think,
-        c.backoff_min,
-        c.backoff_max
+        "ttl {}{renew}; work {}..{} (p50 {} / p99 {}); latency {}..{} (p50 {} / p99 {}); step {}; timeout {}; think {}; backoff {}..{}",
+        show(c.ttl),
+        show(c.work_min),
+        show(c.work_max),
+        show(c.work_p50),
+        show(c.work_p99),
+        show(c.latency_min),
+        show(c.latency_max),
+        show(c.latency_p50),
+        show(c.latency_p99),
+        show(c.step),
+        show(c.timeout),
+        show(c.think),
+        show(c.backoff_min),
+        show(c.backoff_max)
     )
 }
 
@@ -770,17 +849,31 @@ fn faults_line(c: &SimConfig) -> String {
     let mut v = Vec::new();
     if on(FaultKind::Pause) {
         v.push(format!(
-            "pause {}/s per client (p50 {} / p99 {} ms)",
-            c.pause_rate, c.pause_p50, c.pause_p99
+            "pause {}/s per client (p50 {} / p99 {})",
+            c.pause_rate,
+            show(c.pause_p50),
+            show(c.pause_p99)
         ));
     }
     if on(FaultKind::Loss) {
         v.push(format!("loss {} per message", c.loss));
     }
+    if on(FaultKind::Delay) {
+        v.push(format!(
+            "delay: latencies drawn past {} hold the message back",
+            show(c.latency_max)
+        ));
+    }
+    if on(FaultKind::Slow) {
+        v.push(format!(
+            "slow: work drawn past {} runs on",
+            show(c.work_max)
+        ));
+    }
     if on(FaultKind::ClockJump) {
         v.push(format!(
-            "clock jump ±{} ms {}/s per {}",
-            c.jump,
+            "clock jump ±{} {}/s per {}",
+            show(c.jump),
             c.jump_rate,
             if p.uses_client_clock() {
                 "server and client"

@@ -74,7 +74,7 @@ pub enum TraceCommand {
     /// Exit codes: 0 the target blocks it, 1 the target breaks too, 2 bad
     /// input, 3 inconclusive (the schedules part before the violation).
     #[command(allow_negative_numbers = true)]
-    Against(crate::against::AgainstArgs),
+    Against(Box<crate::against::AgainstArgs>),
 }
 
 /// Reads a trace file and replays every trace in it; nothing is rendered
@@ -123,7 +123,7 @@ pub fn verify(t: &Trace) -> Result<(), String> {
     let inv = locklab_models::Invariant::from_name(&t.invariant)
         .ok_or_else(|| format!("unknown invariant {:?} in the trace", t.invariant))?;
     let path = trace::actions(t).map_err(|e| e.to_string())?;
-    let want = trace::build(&m, &path, inv, &t.engine, t.seed).map_err(|e| e.to_string())?;
+    let want = trace::build_timed(&m, &path, inv, &t.engine, t.seed).map_err(|e| e.to_string())?;
     compare(&want, t)
 }
 
@@ -160,13 +160,7 @@ fn compare(want: &Trace, have: &Trace) -> Result<(), String> {
     );
     same!("config.faults", want.config.faults, have.config.faults);
     same!("config.params", want.config.params, have.config.params);
-    // A simulated trace counts ticks in milliseconds.
-    let tick = if have.engine == "simulate" {
-        locklab_sim::TICK_MS.to_string()
-    } else {
-        want.config.tick.clone()
-    };
-    same!("config.tick", tick, have.config.tick);
+    same!("config.time", want.config.time, have.config.time);
     same!("participants", want.participants, have.participants);
     same!("invariant", want.invariant, have.invariant);
     same!(
@@ -190,6 +184,7 @@ fn compare(want: &Trace, have: &Trace) -> Result<(), String> {
                 }
             };
         check("index", w.index == h.index, &w.index, &h.index)?;
+        check("at_us", w.at_us == h.at_us, &w.at_us, &h.at_us)?;
         check("time", w.time == h.time, &w.time, &h.time)?;
         check("actor", w.actor == h.actor, &w.actor, &h.actor)?;
         check("action", w.action == h.action, &w.action, &h.action)?;

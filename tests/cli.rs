@@ -29,12 +29,58 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
     );
     rejects(&["check", "naive-del", "--clients", "99"], "allowed 1..=6");
     rejects(
-        &["check", "naive-del", "--ttl", "0"],
+        &["check", "naive-del", "--ttl", "0s"],
         "--ttl 0 is out of range",
     );
     rejects(
-        &["check", "naive-del", "--ttl", "-3"],
-        "invalid value '-3' for '--ttl",
+        &["check", "naive-del", "--ttl", "-3s"],
+        "--ttl -3s: a duration cannot be negative",
+    );
+    // Durations take units; a bare number (the old 5-second ticks) is
+    // refused with what to write instead.
+    rejects(
+        &["check", "naive-del", "--ttl", "6"],
+        "--ttl 6: a duration needs a unit",
+    );
+    rejects(
+        &["check", "naive-del", "--work", "1..2"],
+        "--work 1..2: a duration needs a unit",
+    );
+    rejects(
+        &["check", "naive-del", "--timeout", "1x"],
+        "unknown unit \"x\" (allowed: us, ms, s, m, h)",
+    );
+    rejects(
+        &["check", "naive-del", "--work", "2s..1s"],
+        "the range is empty",
+    );
+    rejects(
+        &["check", "naive-del", "--latency", "0.0001ms..5ms"],
+        "finer than a microsecond",
+    );
+    rejects(
+        &["check", "naive-del", "--ttl", "1500us"],
+        "--ttl 1.5 ms is not a whole number of milliseconds",
+    );
+    rejects(
+        &["check", "naive-del", "--work", "0s..100000s"],
+        "--work (its maximum) 100000 s is out of range",
+    );
+    rejects(
+        &["check", "redlock", "--drift-factor", "2"],
+        "--drift-factor 2: out of range",
+    );
+    rejects(
+        &["check", "redlock", "--drift-factor", "1%"],
+        "--drift-factor 1%: not a number",
+    );
+    rejects(
+        &["check", "naive-del", "--drift-factor", "0.01"],
+        "--drift-factor does not apply to naive-del",
+    );
+    rejects(
+        &["check", "naive-del", "--drift", "1"],
+        "unexpected argument '--drift'",
     );
     rejects(
         &["check", "naive-del", "--budget", "pause"],
@@ -95,8 +141,8 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
         "fault 'restart' does not apply to zookeeper",
     );
     rejects(
-        &["check", "naive-del", "--ttl", "5000"],
-        "too large for an exhaustive search",
+        &["check", "naive-del", "--ttl", "100000s"],
+        "--ttl 100000 s is out of range: allowed 1 ms ..= 86400 s",
     );
     // The resource's options fit together, or are refused naming what is allowed.
     rejects(
@@ -201,7 +247,7 @@ fn exit_codes_speak_of_the_invariants_checked() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("mutual_exclusion  belief  VIOLATED in 8 steps"),
+        stdout(&o).contains("mutual_exclusion  belief  VIOLATED in 7 steps"),
         "{}",
         stdout(&o)
     );
@@ -217,6 +263,24 @@ fn exit_codes_speak_of_the_invariants_checked() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("holds"));
     assert!(stdout(&o).contains("exhaustive"));
+    // The §4.2 race needs no fault when the work can end just at the TTL.
+    let o = locklab(&[
+        "check",
+        "get-del",
+        "--faults",
+        "none",
+        "--work",
+        "29.99s..30s",
+        "--invariants",
+        "ownership",
+        "--no-fault-analysis",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("VIOLATED in 10 steps  uses no fault;"),
+        "{}",
+        stdout(&o)
+    );
     // A bound hit: incomplete, never "holds".
     let o = locklab(&[
         "check",
@@ -358,11 +422,18 @@ fn check_all_prints_the_ladder_matrix() {
         "all",
         "--invariants",
         "ownership",
+        "--faults",
+        "pause",
+        "--max-states",
+        "3000",
         "--no-fault-analysis",
         "--out-dir",
         d.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // The protocols with many concurrent clocks (replication, Redlock's
+    // instances, sessions) do not finish within the bound: incomplete
+    // (exit 3) wins over broken, and their cells say so.
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let out = stdout(&o);
     let row = |p: &str| {
         out.lines()
@@ -376,6 +447,8 @@ fn check_all_prints_the_ladder_matrix() {
     assert!(row("lua-release").contains("ok"), "{out}");
     assert!(d.join("naive-del.ownership.json").exists());
     assert!(!d.join("lua-release.ownership.json").exists());
+    assert!(row("redlock").contains('?'), "{out}");
+    assert!(out.contains("network: fifo"), "{out}");
     rejects(
         &["check", "all", "--instances", "3"],
         "--instances applies to some protocols only",
@@ -457,7 +530,7 @@ fn a_counterexample_schedule_runs_against_the_fix() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("watchdog breaks mutual_exclusion too"));
     // Fencing the reads turns the stale write away, at the step that lost it.
-    let f = trace("fencing", "pause", "no_lost_update");
+    let f = fresh_trace("fencing", "no_lost_update");
     let o = locklab(&[
         "trace",
         "against",
@@ -480,13 +553,30 @@ fn a_counterexample_schedule_runs_against_the_fix() {
     );
 }
 
-/// A trace of the committed gallery, by file name.
-fn gallery_trace(file: &str) -> String {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("docs/gallery/traces")
-        .join(file)
-        .to_string_lossy()
-        .to_string()
+/// A fresh counterexample trace file, `PROTOCOL.INVARIANT.json`, from
+/// `check PROTOCOL --faults pause` (the committed gallery is rebuilt
+/// separately; these tests need a trace of the current schema).
+fn fresh_trace(proto: &str, inv: &str) -> String {
+    let d = std::env::temp_dir().join(format!("locklab-test-{}-fresh", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join(format!("{proto}.{inv}.json"));
+    if !f.exists() {
+        let tmp = d.join(format!("{proto}.{inv}.{:?}", std::thread::current().id()));
+        let o = locklab(&[
+            "check",
+            proto,
+            "--faults",
+            "pause",
+            "--invariants",
+            inv,
+            "--no-fault-analysis",
+            "--out-dir",
+            tmp.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        std::fs::rename(tmp.join(format!("{proto}.{inv}.json")), &f).unwrap();
+    }
+    f.to_string_lossy().to_string()
 }
 
 #[test]
@@ -551,7 +641,7 @@ fn output_directories_are_checked_before_the_search() {
 
 #[test]
 fn a_failed_write_to_stdout_is_a_clear_error_not_a_panic() {
-    let explain = gallery_trace("naive-del.ownership.json");
+    let explain = fresh_trace("naive-del", "ownership");
     let commands: Vec<Vec<&str>> = vec![
         vec!["list"],
         vec!["list", "--json"],
@@ -642,7 +732,7 @@ fn a_missing_tool_skips_visibly_or_fails_in_ci() {
 #[test]
 fn a_trace_with_forged_text_is_refused_naming_the_field() {
     let d = scratch("forged");
-    let file = gallery_trace("naive-del.ownership.json");
+    let file = fresh_trace("naive-del", "ownership");
     let original: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     // The untouched trace validates: the check below is not vacuous.
@@ -658,9 +748,10 @@ fn a_trace_with_forged_text_is_refused_naming_the_field() {
         ("participants", |t| {
             t["participants"][0]["label"] = "the good client".into()
         }),
-        ("config.tick", |t| {
-            t["config"]["tick"] = "1 tick = 1 year".into()
+        ("config.time", |t| {
+            t["config"]["time"] = "1 tick = 1 year".into()
         }),
+        ("steps[2].time", |t| t["steps"][2]["time"] = 0.5.into()),
         ("engine", |t| t["engine"] = "by hand".into()),
         ("steps[0].label", |t| {
             t["steps"][0]["label"] = "c1 does nothing".into()
@@ -676,6 +767,16 @@ fn a_trace_with_forged_text_is_refused_naming_the_field() {
             t["steps"][0]["violations"] = serde_json::json!(["ownership"])
         }),
     ];
+    // A step moved in time is replayed at its new time, and refused where
+    // a window no longer holds.
+    let mut t = original.clone();
+    t["steps"][2]["at_us"] = "401".into();
+    let path = d.join("moved.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&t).unwrap()).unwrap();
+    rejects(
+        &["trace", "validate", path.to_str().unwrap()],
+        "step 4: c1 steps at 200.4 ms: it happens too early",
+    );
     for (field, mutate) in forged {
         let mut t = original.clone();
         mutate(&mut t);
@@ -784,13 +885,21 @@ fn a_time_limit_stops_check_incomplete() {
 fn ctrl_c_keeps_the_protocols_check_all_finished() {
     use std::io::Read;
     let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(["check", "all", "--color", "never"])
+        .args([
+            "check",
+            "all",
+            "--faults",
+            "pause",
+            "--no-fault-analysis",
+            "--color",
+            "never",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait until redlock (which takes many seconds) has started: the six
-    // protocols before it are done.
+    // Wait until redlock (five instances, each with its own clocks: many
+    // zones) has started: the six protocols before it are done.
     let mut stderr_pipe = child.stderr.take().unwrap();
     let mut err = Vec::new();
     let mut buf = [0u8; 256];
@@ -817,7 +926,14 @@ fn ctrl_c_keeps_the_protocols_check_all_finished() {
         err.contains("not checked: fencing, fencing-redis, zookeeper, etcd"),
         "{err}"
     );
-    for done in ["setnx-expire", "naive-del", "get-del", "replicated"] {
+    for done in [
+        "setnx-expire",
+        "naive-del",
+        "get-del",
+        "lua-release",
+        "watchdog",
+        "replicated",
+    ] {
         assert!(out.contains(&format!("\n{done} ")), "{done}: {out}");
     }
     assert!(!out.contains("\nredlock "), "{out}");
@@ -860,7 +976,7 @@ fn small_edges_are_refused_clearly() {
 
 #[test]
 fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
-    let f = gallery_trace("fencing.no_lost_update.json");
+    let f = fresh_trace("fencing", "no_lost_update");
     let o = locklab(&[
         "trace",
         "against",
@@ -884,11 +1000,39 @@ fn trace_against_the_same_protocol_labels_columns_by_the_knob() {
         out.contains("verdict: fencing resource-check=read-write BLOCKS it"),
         "{out}"
     );
+    // Timing knobs are named as the options take them, with units; the
+    // schedule is replayed at its exact times, which the longer TTL outlasts:
+    // c2's SET at 30 s finds c1's key still live.
+    let f = fresh_trace("naive-del", "ownership");
+    let o = locklab(&["trace", "against", "naive-del", "--ttl", "60s", &f]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("naive-del jump=30s renew-every=10s ttl=30s")
+            && out.contains("naive-del jump=60s renew-every=20s ttl=60s"),
+        "{out}"
+    );
+    assert!(out.contains("SET lock c2#1 NX PX 60000 -> nil"), "{out}");
+    // A longer least latency: the schedule is replayed at times the
+    // target's windows allow (the SET arrives after 1 ms, not 0.2 ms), the
+    // pause keeps its length, and the race happens just the same.
+    let o = locklab(&["trace", "against", "naive-del", "--latency", "1ms..5ms", &f]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let row2 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .expect("row 2");
+    assert!(row2.contains(" 1 ms "), "{row2}");
+    assert!(
+        out.contains("naive-del latency=1ms..5ms breaks ownership too"),
+        "{out}"
+    );
 }
 
 #[test]
 fn color_is_a_global_option_and_no_color_means_set_and_non_empty() {
-    let f = gallery_trace("naive-del.ownership.json");
+    let f = fresh_trace("naive-del", "ownership");
     let esc = |o: &std::process::Output| o.stdout.contains(&0x1b);
     let run = |pre: &[&str], env: &[(&str, &str)]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_locklab"));
@@ -951,7 +1095,7 @@ fn locklab_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
 
 #[test]
 fn dash_reads_standard_input_and_writes_standard_output() {
-    let file = gallery_trace("naive-del.ownership.json");
+    let file = fresh_trace("naive-del", "ownership");
     let text = std::fs::read(&file).unwrap();
     for cmd in ["explain", "render", "validate"] {
         let from_file = locklab(&["trace", cmd, &file]);

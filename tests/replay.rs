@@ -192,7 +192,7 @@ fn a_failover_keeps_the_replicated_writes_and_loses_only_the_rest() {
     assert!(out.contains("1 unreplicated write lost"), "{out}");
     assert!(out.contains("state: redis1: model - | real nil ✓"), "{out}");
     assert!(
-        out.contains("state: redis2: model c1#1 ttl 5 | real \"c1#1\" pttl"),
+        out.contains("state: redis2: model c1#1 ") && out.contains(" left | real \"c1#1\" pttl"),
         "{out}"
     );
 }
@@ -222,7 +222,11 @@ fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
     let servers = out.lines().filter(|l| l.contains(" 127.0.0.1:")).count();
     assert_eq!(servers, 5, "{out}");
     assert!(out.contains("(under the clock-shift shim)"), "{out}");
-    assert!(out.contains("wall clock now runs +1200 ms off"), "{out}");
+    // The model's jump (the TTL by default, 30 s) at the default 20x speed.
+    assert!(
+        out.contains("wall clock now runs +1500 ms off (clock-shift file rewritten)"),
+        "{out}"
+    );
     assert!(
         out.contains("as c1#1: real Redis granted it on 3 server(s), 3 needed"),
         "{out}"
@@ -303,7 +307,7 @@ fn a_redis_that_behaves_differently_is_a_mismatch() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
-        out.contains("conformance: MISMATCH at step 2 (redis runs c1's SET lock c1#1 NX PX 6 -> OK): the model predicted OK, real Redis replied (error) OOM"),
+        out.contains("conformance: MISMATCH at step 2 (redis runs c1's SET lock c1#1 NX PX 30000 -> OK): the model predicted OK, real Redis replied (error) OOM"),
         "{out}"
     );
     assert!(out.contains("mutual_exclusion was NOT reproduced"), "{out}");
@@ -441,9 +445,10 @@ fn ctrl_c_stops_every_server() {
             "mutual_exclusion",
         ],
     );
-    // A 5 s tick: the replay is still running when the signal comes.
+    // In real time (a 30 s TTL): the replay is still running when the
+    // signal comes.
     let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(["replay", f.to_str().unwrap(), "--tick-ms", "5000"])
+        .args(["replay", f.to_str().unwrap(), "--speed", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -495,10 +500,14 @@ fn bad_replay_input_is_rejected() {
             "mutual_exclusion",
         ],
     );
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
         (
-            &["--tick-ms", "5"],
-            "a tick must be 20 to 60000 real milliseconds",
+            &["--speed", "0"],
+            "model time must run 1 to 10000 times as fast as real time",
+        ),
+        (
+            &["--speed", "10001"],
+            "model time must run 1 to 10000 times as fast as real time",
         ),
         (
             &["--invariant", "ownership"],

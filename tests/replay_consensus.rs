@@ -9,8 +9,9 @@
 //! when `CI=true`, and otherwise prints a visible `SKIPPED:` line to stderr.
 //! Every test checks that every server PID it saw is gone afterwards.
 //!
-//! etcd counts lease TTLs in whole seconds, so etcd replays run with 2 s
-//! ticks; the etcd searches use `--ttl 2` (a 5 s lease) to keep them short.
+//! etcd counts lease TTLs in whole seconds; etcd replays run model time 5x
+//! as fast as real time, and the etcd searches use `--ttl 10s` (a 2 s real
+//! lease) to keep them short.
 //!
 //! The checker prints only the shortest counterexample, and no shortest one
 //! waits on a predecessor: a pause alone is shorter. The traces that go
@@ -21,7 +22,8 @@
 mod common;
 
 use common::{ETCD, JAVA, ZOOKEEPER, all_gone, check, locklab, require, running, scratch, text};
-use locklab_models::search::fingerprint;
+use locklab_models::engine::zone::ZState;
+use locklab_models::time::SEC;
 use locklab_models::world::{Body, Phase, Reply, World};
 use locklab_models::{Action, Budgets, FaultKind, Invariant, LockModel, Params, protocols, trace};
 use std::collections::{HashSet, VecDeque};
@@ -60,7 +62,7 @@ fn first_acquisition(file: &Path) -> usize {
         let label = s["label"].as_str().unwrap_or("");
         let action = s["action"]["action"].as_str().unwrap_or("");
         assert!(
-            ["step", "deliver", "tick", "watchdog"].contains(&action),
+            ["step", "deliver", "watchdog"].contains(&action),
             "a fault ({action}) before the first acquisition: {label}"
         );
         if label.contains("now believes it holds the lock") {
@@ -109,7 +111,8 @@ fn zookeeper_pause_expires_the_holders_session_on_real_zookeeper() {
         out.contains("c2 believes it holds the lock: it entered on the real answer \"#3, nothing before it\" (a grant)"),
         "{out}"
     );
-    assert!(out.contains("granted 3225 ms"), "{out}");
+    // The 30 s session at ZooKeeper's default 10x speed.
+    assert!(out.contains("granted 3000 ms"), "{out}");
 }
 
 #[test]
@@ -126,7 +129,7 @@ fn etcd_pause_expires_the_holders_lease_on_real_etcd() {
         &[
             "etcd",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "pause",
             "--invariants",
@@ -138,7 +141,8 @@ fn etcd_pause_expires_the_holders_lease_on_real_etcd() {
         out.contains("violation:   mutual_exclusion HAPPENED on real etcd"),
         "{out}"
     );
-    assert!(out.contains("LeaseGrant TTL 5 s for c1"), "{out}");
+    // The 10 s lease at etcd's default 5x speed.
+    assert!(out.contains("LeaseGrant TTL 2 s for c1"), "{out}");
     // Real revisions follow the model's: the empty store is at 1.
     assert!(
         out.contains("state: etcd keys: model c1 #1 | real c1 #1 (create_revision 2)"),
@@ -172,7 +176,7 @@ fn etcd_lost_keepalive_lets_the_lease_expire_under_a_slow_holder() {
         &[
             "etcd",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "slow,loss,delay",
             "--invariants",
@@ -213,7 +217,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
         "check",
         "zookeeper",
         "--ttl",
-        "2",
+        "10s",
         "--faults",
         "loss,delay",
         "--invariants",
@@ -234,7 +238,7 @@ fn zookeeper_renews_a_session_on_every_request_as_the_model_now_does() {
             &[
                 "etcd",
                 "--ttl",
-                "2",
+                "10s",
                 "--faults",
                 "loss,delay",
                 "--invariants",
@@ -263,7 +267,7 @@ fn fencing_on_etcd_hands_the_next_holder_a_higher_token() {
         &[
             "fencing",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "pause",
             "--invariants",
@@ -286,8 +290,8 @@ fn a_fault_free_acquisition_conforms_on_each_server() {
     let t = "a_fault_free_acquisition_conforms_on_each_server";
     let _g = serial();
     for (proto, system, ttl) in [
-        ("zookeeper", &[ZOOKEEPER, JAVA][..], "6"),
-        ("etcd", &[ETCD][..], "2"),
+        ("zookeeper", &[ZOOKEEPER, JAVA][..], "30s"),
+        ("etcd", &[ETCD][..], "10s"),
     ] {
         if !require(t, system) {
             continue;
@@ -339,7 +343,8 @@ fn children(pid: u32) -> Vec<u32> {
 /// Starts a long replay of `file` and waits until its server process
 /// (`comm`) is up; returns the replay and the server's PID.
 fn start_long_replay(file: &Path, comm: &str, extra: &[&str]) -> (std::process::Child, u32) {
-    let mut args = vec!["replay", file.to_str().unwrap(), "--tick-ms", "5000"];
+    // In real time: the replay is still running when the signal comes.
+    let mut args = vec!["replay", file.to_str().unwrap(), "--speed", "1"];
     args.extend_from_slice(extra);
     let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
         .args(&args)
@@ -382,7 +387,7 @@ fn ctrl_c_and_kill_9_stop_etcd_and_zookeeper() {
             &[
                 "etcd",
                 "--ttl",
-                "2",
+                "10s",
                 "--faults",
                 "pause",
                 "--invariants",
@@ -463,7 +468,7 @@ fn two_replays_on_one_base_port_never_share_a_server() {
         &[
             "etcd",
             "--ttl",
-            "2",
+            "10s",
             "--faults",
             "pause",
             "--invariants",
@@ -524,7 +529,7 @@ fn a_missing_consensus_server_is_a_clear_error() {
             &[
                 proto,
                 "--ttl",
-                "2",
+                "10s",
                 "--faults",
                 "pause",
                 "--invariants",
@@ -564,12 +569,15 @@ fn a_missing_consensus_server_is_a_clear_error() {
         .parse()
         .unwrap();
     assert!(!running(pid), "the fake server {pid} is still running");
-    // etcd's whole-second leases cannot map onto short ticks.
+    // A speed of 0 would never get anywhere.
     let f = d.join("etcd.json");
-    let o = locklab(&["replay", f.to_str().unwrap(), "--tick-ms", "500"]);
+    let o = locklab(&["replay", f.to_str().unwrap(), "--speed", "0"]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("use --tick-ms 2000 or more"), "{err}");
+    assert!(
+        err.contains("model time must run 1 to 10000 times as fast as real time"),
+        "{err}"
+    );
 }
 
 /// A model with only the given faults (budget 1 each) and a short TTL.
@@ -591,22 +599,23 @@ fn shortest_with(
     m: &LockModel,
     inv: Invariant,
     mark: impl Fn(&World, &Action, &World) -> bool,
-) -> Vec<Action> {
-    // (state, mark seen on the path, parent and the action from it)
-    type Node = (World, bool, Option<(usize, Action)>);
-    let mut nodes: Vec<Node> = vec![(m.init(), false, None)];
+) -> Vec<(Action, Vec<bool>)> {
+    // Breadth-first over the zone engine's symbolic states: (state, mark
+    // seen on the path, parent and the step from it with its answers).
+    type Node = (ZState, bool, Option<(usize, Action, Vec<bool>)>);
+    let mut nodes: Vec<Node> = vec![(m.zinit(), false, None)];
     let mut seen = HashSet::new();
-    seen.insert((fingerprint(&nodes[0].0), false));
+    seen.insert((nodes[0].0.clone(), false));
     let mut queue = VecDeque::from([0usize]);
-    let mut acts = Vec::new();
+    let mut succs = Vec::new();
     while let Some(i) = queue.pop_front() {
-        let (w, flag) = (nodes[i].0.clone(), nodes[i].1);
-        if !inv.holds(m, &w) {
+        let (s, flag) = (nodes[i].0.clone(), nodes[i].1);
+        if !inv.holds(m, &s.world) {
             if flag {
                 let mut path = Vec::new();
                 let mut at = i;
-                while let Some((p, a)) = nodes[at].2 {
-                    path.push(a);
+                while let Some((p, a, answers)) = nodes[at].2.clone() {
+                    path.push((a, answers));
                     at = p;
                 }
                 path.reverse();
@@ -614,12 +623,11 @@ fn shortest_with(
             }
             continue;
         }
-        m.enabled(&w, &mut acts);
-        for a in acts.clone() {
-            let n = m.after(&w, &a);
-            let f = flag || mark(&w, &a, &n);
-            if seen.insert((fingerprint(&n), f)) {
-                nodes.push((n, f, Some((i, a))));
+        m.successors(&s, &mut succs);
+        for n in succs.drain(..) {
+            let f = flag || mark(&s.world, &n.action, &n.next.world);
+            if seen.insert((n.next.clone(), f)) {
+                nodes.push((n.next, f, Some((i, n.action, n.answers))));
                 queue.push_back(nodes.len() - 1);
             }
         }
@@ -629,7 +637,7 @@ fn shortest_with(
 }
 
 /// Writes the trace of `path` (built and validated by the model).
-fn write_trace(dir: &Path, name: &str, m: &LockModel, path: &[Action]) -> PathBuf {
+fn write_trace(dir: &Path, name: &str, m: &LockModel, path: &[(Action, Vec<bool>)]) -> PathBuf {
     let t = trace::build(m, path, Invariant::MutualExclusion, "check", None).expect("a trace");
     let f = dir.join(format!("{name}.json"));
     std::fs::write(&f, t.to_json()).unwrap();
@@ -645,15 +653,15 @@ fn a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires() {
     let t = "a_waiter_is_woken_by_the_real_watch_when_the_paused_holders_entry_expires";
     let _g = serial();
     for (proto, system, ttl) in [
-        ("zookeeper", &[ZOOKEEPER, JAVA][..], 6),
-        ("etcd", &[ETCD][..], 2),
+        ("zookeeper", &[ZOOKEEPER, JAVA][..], 30 * SEC),
+        ("etcd", &[ETCD][..], 10 * SEC),
     ] {
         if !require(t, system) {
             continue;
         }
         let m = model(proto, &[FaultKind::Pause], |p| {
             p.ttl = ttl;
-            p.renew_every = (ttl / 3).max(1);
+            p.renew_every = ttl / 3;
         });
         let path = shortest_with(&m, Invariant::MutualExclusion, delivers_watch_event);
         let d = scratch(&format!("watch-{proto}"));
@@ -686,8 +694,8 @@ fn etcd_3_4_takes_the_lock_on_an_answer_that_says_its_key_is_gone() {
         return;
     }
     let m = model("etcd", &[FaultKind::Pause], |p| {
-        p.ttl = 2;
-        p.renew_every = 1;
+        p.ttl = 10 * SEC;
+        p.renew_every = 10 * SEC / 3;
         p.acquisitions = 2;
         p.no_recheck = true;
     });

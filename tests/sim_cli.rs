@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 /// Long pauses, so that violations are found in a few hundred runs.
-const STRESS: &[&str] = &["--pause-p50", "2000", "--pause-p99", "60000"];
+const STRESS: &[&str] = &["--pause-p50", "2s", "--pause-p99", "60s"];
 
 fn sim(extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = ["simulate", "lua-release", "--seed", "11", "--runs", "400"]
@@ -131,9 +131,9 @@ fn a_sweep_writes_a_csv_and_a_chart() {
         "--runs",
         "200",
         "--sweep",
-        "ttl=5000..15000:5000",
+        "ttl=5s..15s:5s",
         "--pause-p99",
-        "20000",
+        "20s",
         "--out-dir",
         &d,
     ]);
@@ -142,14 +142,14 @@ fn a_sweep_writes_a_csv_and_a_chart() {
     assert!(csv[0].starts_with("param,value,invariant"));
     // 3 points x 4 invariants that apply to watchdog.
     assert_eq!(csv.len(), 1 + 3 * 4);
-    assert!(csv[1].starts_with("ttl,5000,mutual_exclusion,"));
+    assert!(csv[1].starts_with("ttl,5s,mutual_exclusion,"));
     let svg = std::fs::read_to_string(dir.join("watchdog.sweep-ttl.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
     assert_eq!(svg.matches("<polyline").count(), 4);
     for label in [
         "mutual_exclusion",
         "no_orphan_lock",
-        "ttl (ms)",
+        "ttl (duration)",
         "log scale",
     ] {
         assert!(svg.contains(label), "{label}");
@@ -163,16 +163,27 @@ fn bad_options_get_a_clear_error_and_exit_2() {
         (&["--pause-rate", "-1"], "--pause-rate -1 is negative"),
         (&["--loss", "1.5"], "--loss 1.5 is a probability"),
         (
-            &["--pause-p50", "500", "--pause-p99", "100"],
-            "--pause-p99 100 is below --pause-p50 500",
+            &["--pause-p50", "500ms", "--pause-p99", "100ms"],
+            "--pause-p99 100 ms is below --pause-p50 500 ms",
         ),
-        (&["--sweep", "tll=1..2:1"], "did you mean 'ttl'"),
-        (&["--sweep", "ttl=100..10:5"], "the end is below the start"),
-        (&["--sweep", "pause-p99=1..30:10"], "below --pause-p50"),
+        (&["--sweep", "tll=1s..2s:1s"], "did you mean 'ttl'"),
+        (
+            &["--sweep", "ttl=100s..10s:5s"],
+            "the end is below the start",
+        ),
+        (
+            &["--sweep", "pause-p99=1ms..15ms:10ms"],
+            "below --pause-p50",
+        ),
+        (&["--sweep", "ttl=1..5:1"], "no unit"),
         (&["--failover-rate", "0.1"], "does not apply to lua-release"),
         (&["--instances", "3"], "it is an option of redlock"),
         (&["--acquisitions", "9"], "--acquisitions 9 is out of range"),
-        (&["--ttl", "abc"], "expected a whole number"),
+        (&["--ttl", "30"], "has no unit"),
+        (&["--ttl", "0.0005ms"], "finer than a microsecond"),
+        (&["--work", "2s..1s"], "the range is empty"),
+        (&["--latency", "1ms..0.5ms"], "the range is empty"),
+        (&["--network", "tcp"], "expected fifo or unordered"),
         (&["--shard", "3/3"], "expected I/N with 0 <= I < N"),
         (&["--runs", "0"], "--runs must be at least 1"),
         (&["--out-dir", "/nonexistent/dir"], "no such directory"),
@@ -201,7 +212,7 @@ fn bad_options_get_a_clear_error_and_exit_2() {
     for (bad, needle) in [
         (
             ["--resource-check", "reads"],
-            "expected none, write or read-write",
+            "expected none, write, read-write",
         ),
         (["--token-rule", ">="], "expected ge or gt"),
     ] {
@@ -236,11 +247,13 @@ fn fenced_reads_keep_the_resource_correct_and_write_only_fencing_does_not() {
             "--resource-check",
             check,
             "--pause-p50",
-            "2000",
+            "2s",
             "--pause-p99",
-            "60000",
+            "60s",
+            "--work",
+            "200ms..20s",
             "--work-p99",
-            "20000",
+            "20s",
             "--json",
         ]);
         assert!(
@@ -259,4 +272,33 @@ fn fenced_reads_keep_the_resource_correct_and_write_only_fencing_does_not() {
     assert!(write > 0, "write-only fencing still loses updates");
     assert!(none > write, "and checking writes helps: {none} vs {write}");
     assert_eq!(both, 0, "fencing reads too loses none");
+}
+
+#[test]
+fn durations_take_units_and_the_summary_shows_them() {
+    let o = locklab(&[
+        "simulate",
+        "get-del",
+        "--runs",
+        "20",
+        "--ttl",
+        "10s",
+        "--work",
+        "9.99s..10s",
+        "--work-p50",
+        "9.995s",
+        "--work-p99",
+        "10s",
+        "--latency",
+        "0.2ms..5ms",
+        "--pause-rate",
+        "0",
+        "--delay",
+    ]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("ttl 10 s;"), "{text}");
+    assert!(text.contains("work 9.99 s..10 s"), "{text}");
+    assert!(text.contains("latency 200 µs..5 ms"), "{text}");
+    assert!(text.contains("delay: latencies drawn past 5 ms"), "{text}");
 }

@@ -24,9 +24,7 @@ use crate::engine::zone::{ZState, normalize};
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::search::Fingerprinter;
-use crate::world::{
-    Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, ReplKind, Reply, Val, World,
-};
+use crate::world::{Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, ReplKind, Reply, Val, World};
 use std::hash::{Hash, Hasher};
 
 /// Precomputed renamings for one model.
@@ -103,19 +101,32 @@ impl Canon {
         if self.is_identity() {
             return (crate::search::fingerprint(&s.world), s.zone.clone());
         }
-        let mut best: Option<(u64, u64, Dbm)> = None;
+        let (fp, r) = self.representative(s);
+        (fp, r.zone)
+    }
+
+    /// The representative of `s`'s class itself (world and zone in the
+    /// representative's layout), with its world's fingerprint.
+    pub fn representative(&self, s: &ZState) -> (u64, ZState) {
+        if self.is_identity() {
+            return (crate::search::fingerprint(&s.world), s.clone());
+        }
+        let mut best: Option<(u64, u64, ZState)> = None;
         for p in &self.client_perms {
             let r = self.renamed(s, p);
             let wf = crate::search::fingerprint(&r.world);
             let mut h = Fingerprinter::new();
             r.zone.hash(&mut h);
             let zf = h.finish();
-            if best.as_ref().is_none_or(|(bw, bz, _)| (wf, zf) < (*bw, *bz)) {
-                best = Some((wf, zf, r.zone));
+            if best
+                .as_ref()
+                .is_none_or(|(bw, bz, _)| (wf, zf) < (*bw, *bz))
+            {
+                best = Some((wf, zf, r));
             }
         }
-        let (wf, _, z) = best.expect("at least the identity");
-        (wf, z)
+        let (wf, _, r) = best.expect("at least the identity");
+        (wf, r)
     }
 
     /// `s` with clients renamed by `p` (and instances sorted), laid out again.

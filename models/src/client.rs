@@ -457,8 +457,11 @@ pub fn crash(x: &mut Ctx, c: u8) {
 /// with its wall clock moves: Redlock's elapsed time since T1 (and so the
 /// validity it believes in).
 pub fn clock_jump(x: &mut Ctx, c: u8, by: Micros) {
+    // A monotonic clock does not move with the wall clock: an attempt's
+    // elapsed time is unaffected.
+    let wall = x.m.params.elapsed_clock == crate::params::ElapsedClock::Wall;
     let cl = &mut x.w.clients[c as usize];
-    if cl.t1.is_some() {
+    if cl.t1.is_some() && wall {
         cl.t1_shift += by;
     }
     ev!(
@@ -466,9 +469,14 @@ pub fn clock_jump(x: &mut Ctx, c: u8, by: Micros) {
         EventKind::Fault,
         x.w.client_name(c),
         None,
-        "wall clock JUMPS {} {}",
+        "wall clock JUMPS {} {}{}",
         if by > 0 { "forward" } else { "backward" },
-        crate::units::show(by.abs())
+        crate::units::show(by.abs()),
+        if wall {
+            ""
+        } else {
+            " (it measures elapsed time on a monotonic clock, which does not move)"
+        }
     );
 }
 

@@ -31,24 +31,22 @@ fn delete(x: &mut Ctx, idx: &[usize]) {
     }
     x.w.coord.rev += 1;
     let gone: Vec<CoordEntry> = idx.iter().map(|i| x.w.coord.entries[*i]).collect();
-    x.w.coord.entries = x
-        .w
-        .coord
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !idx.contains(i))
-        .map(|(_, e)| *e)
-        .collect();
-    for e in gone {
-        let fired: Vec<(u8, u16)> = x
-            .w
-            .coord
-            .watches
+    x.w.coord.entries =
+        x.w.coord
+            .entries
             .iter()
-            .copied()
-            .filter(|(_, r)| *r == e.rev)
+            .enumerate()
+            .filter(|(i, _)| !idx.contains(i))
+            .map(|(_, e)| *e)
             .collect();
+    for e in gone {
+        let fired: Vec<(u8, u16)> =
+            x.w.coord
+                .watches
+                .iter()
+                .copied()
+                .filter(|(_, r)| *r == e.rev)
+                .collect();
         x.w.coord.watches.retain(|(_, r)| *r != e.rev);
         for (watcher, rev) in fired {
             if !x.w.clients[watcher as usize].alive {
@@ -155,21 +153,19 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
             }
         }
         Cmd::Remove { rev } => {
-            let idx: Vec<usize> = x
-                .w
-                .coord
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.owner == c)
-                .map(|(i, _)| i)
-                .collect();
-            let had = x
-                .w
-                .coord
-                .entries
-                .iter()
-                .any(|e| e.rev == rev && e.owner == c);
+            let idx: Vec<usize> =
+                x.w.coord
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.owner == c)
+                    .map(|(i, _)| i)
+                    .collect();
+            let had =
+                x.w.coord
+                    .entries
+                    .iter()
+                    .any(|e| e.rev == rev && e.owner == c);
             delete(x, &idx);
             x.w.coord.sessions[c as usize] = None;
             x.w.coord.watches.retain(|(watcher, _)| *watcher != c);
@@ -223,15 +219,14 @@ pub fn expire(x: &mut Ctx, c: u8) {
         "{}'s session expires: its lock entries are deleted",
         x.w.client_name(c)
     );
-    let idx: Vec<usize> = x
-        .w
-        .coord
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.owner == c)
-        .map(|(i, _)| i)
-        .collect();
+    let idx: Vec<usize> =
+        x.w.coord
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.owner == c)
+            .map(|(i, _)| i)
+            .collect();
     delete(x, &idx);
     if !x.m.proto.watches_survive_session() {
         x.w.coord.watches.retain(|(watcher, _)| *watcher != c);

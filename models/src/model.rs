@@ -28,8 +28,8 @@ use crate::protocols::{Protocol, Service};
 use crate::redis;
 use crate::time::{Clk, Micros, TimeCtx};
 use crate::world::{
-    Chan, Client, ClockRole, Coord, Log, Msg, Node, Phase, RedisNode, Resource, Role, Status,
-    Wait, WaitKind, WdState, World, same_queue,
+    Chan, Client, ClockRole, Coord, Log, Msg, Node, Phase, RedisNode, Resource, Role, Status, Wait,
+    WaitKind, WdState, World, same_queue,
 };
 use locklab_traces::EventKind;
 
@@ -457,23 +457,21 @@ pub fn resume(x: &mut Ctx, c: u8) {
     if let Some(wd) = x.w.clients[ci].wd
         && let Some(end) = x.m.wait_event_end(&wd.wait)
         && let Some(clk) = catch_up(x, wd.wait.clk, end)
+        && let Some(d) = &mut x.w.clients[ci].wd
     {
-        if let Some(d) = &mut x.w.clients[ci].wd {
-            d.wait = Wait {
-                late: true,
-                clk,
-                ..d.wait
-            };
-        }
+        d.wait = Wait {
+            late: true,
+            clk,
+            ..d.wait
+        };
     }
     let me = Node::Client(c);
-    let waiting: Vec<Msg> = x
-        .w
-        .net
-        .iter()
-        .filter(|m| m.to == me && !m.held && !m.arrived)
-        .copied()
-        .collect();
+    let waiting: Vec<Msg> =
+        x.w.net
+            .iter()
+            .filter(|m| m.to == me && !m.held && !m.arrived)
+            .copied()
+            .collect();
     for msg in waiting {
         let end = x.m.msg_event_end(&msg);
         if let Some(clk) = catch_up(x, msg.clk, end)
@@ -503,13 +501,12 @@ pub fn released(x: &mut Ctx, msg: &Msg) {
     if !msg.held || !x.m.fifo() {
         return;
     }
-    let behind: Vec<Msg> = x
-        .w
-        .net
-        .iter()
-        .filter(|m| same_queue(m, msg) && !m.held && !m.late && !m.arrived)
-        .copied()
-        .collect();
+    let behind: Vec<Msg> =
+        x.w.net
+            .iter()
+            .filter(|m| same_queue(m, msg) && !m.held && !m.late && !m.arrived)
+            .copied()
+            .collect();
     for b in behind {
         let end = x.m.msg_event_end(&b);
         if let Some(clk) = catch_up(x, b.clk, end)

@@ -235,6 +235,31 @@ pub enum TokenRule {
     Gt,
 }
 
+/// What a Redlock client measures the elapsed time of an attempt with
+/// (`--elapsed-clock`). redlock-py (`time.time()`) and node-redlock
+/// (`Date.now()`) read the wall clock, which an NTP step or an operator
+/// moves; redsync (Go's `time.Now`/`time.Since`, monotonic reading) and
+/// redlock-rb (`Process.clock_gettime(CLOCK_MONOTONIC)`) read a monotonic
+/// clock, which no jump moves.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum ElapsedClock {
+    #[default]
+    Wall,
+    Monotonic,
+}
+
+impl ElapsedClock {
+    pub fn name(self) -> &'static str {
+        match self {
+            ElapsedClock::Wall => "wall",
+            ElapsedClock::Monotonic => "monotonic",
+        }
+    }
+}
+
 /// How the network orders messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -311,6 +336,9 @@ pub struct Params {
     /// reference clients' 0.01 is 10,000); the allowance is
     /// `int(TTL_ms × factor) + 2 ms`.
     pub drift_factor_ppm: u32,
+    /// Redlock: the clock the client measures elapsed time with.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub elapsed_clock: ElapsedClock,
     /// A restarted (or failed-over) Redis stays unavailable a TTL and a bit.
     pub delayed_restart: bool,
     /// Where the resource checks tokens.
@@ -384,6 +412,7 @@ impl Params {
             instances,
             quorum: instances / 2 + 1,
             drift_factor_ppm: 10_000,
+            elapsed_clock: ElapsedClock::Wall,
             delayed_restart: false,
             resource_check: protocol.default_resource_check(),
             token_rule: TokenRule::Ge,
@@ -564,6 +593,11 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "quorum",
         help: "Redlock votes needed",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "elapsed-clock",
+        help: "Redlock: the clock elapsed time is measured with: wall (redlock-py, node-redlock; moved by jumps) or monotonic (redsync, redlock-rb)",
         only: Some(REDLOCK),
     },
     ParamInfo {

@@ -315,16 +315,13 @@ fn resync(x: &mut Ctx) {
         return;
     };
     let offset = x.w.redis[r].clock - x.w.redis[p].clock;
-    let lock = match x.w.redis[p].lock {
-        Some(e) => Some(Entry {
-            val: e.val,
-            exp: Expiry {
-                shift: e.exp.shift + offset,
-                ..e.exp
-            },
-        }),
-        None => None,
-    };
+    let lock = x.w.redis[p].lock.map(|e| Entry {
+        val: e.val,
+        exp: Expiry {
+            shift: e.exp.shift + offset,
+            ..e.exp
+        },
+    });
     x.w.redis[r].lock = lock;
     x.w.redis[r].counter = x.w.redis[p].counter;
     x.w.redis[p].backlog.clear();

@@ -73,8 +73,11 @@ pub struct SearchResult {
     /// Shortest violating path per violated invariant (steps from the
     /// initial state).
     pub violations: BTreeMap<Invariant, Vec<PathStep>>,
-    /// Distinct (symmetry-reduced) states stored.
+    /// Distinct (symmetry-reduced) symbolic states stored: zones, each with
+    /// its discrete world.
     pub states: u64,
+    /// Distinct discrete worlds among them (a world can carry several zones).
+    pub worlds: u64,
     /// Transitions computed.
     pub transitions: u64,
     /// Deepest level reached, in steps.
@@ -117,28 +120,38 @@ impl Hasher for PassThrough {
 /// The passed list: per discrete world (its fingerprint), the zones stored.
 /// A new zone included in a stored one of the same world adds nothing
 /// (zone successors are monotone: whatever it reaches in k steps, the
-/// larger zone reaches in at most k), so it is dropped. Stored zones are
-/// never evicted for a larger one met later, which keeps the first violating
-/// level the shortest (Bengtsson & Yi 2004; see docs/model.md).
+/// larger zone reaches in at most k), so it is dropped. A stored zone is
+/// never evicted for a larger one met on a later level, which keeps the
+/// first violating level the shortest (Bengtsson & Yi 2004; see
+/// docs/model.md). On the level being built, zones of one world whose union
+/// is convex are merged (see [`search`]).
 #[derive(Default)]
 struct Passed {
-    map: std::collections::HashMap<u64, Vec<crate::engine::dbm::Dbm>, BuildHasherDefault<PassThrough>>,
+    map: std::collections::HashMap<u64, Vec<Stored>, BuildHasherDefault<PassThrough>>,
     zones: u64,
+}
+
+/// A stored zone (in the canonical layout of its world), the level it was
+/// reached on and its index in that level's frontier.
+struct Stored {
+    zone: crate::engine::dbm::Dbm,
+    level: u64,
+    at: u32,
 }
 
 impl Passed {
     fn covers(&self, fp: u64, z: &crate::engine::dbm::Dbm) -> bool {
         self.map
             .get(&fp)
-            .is_some_and(|v| v.iter().any(|s| s.includes(z)))
+            .is_some_and(|v| v.iter().any(|s| s.zone.includes(z)))
     }
     /// Stores `z` unless it is covered; true if stored.
-    fn insert(&mut self, fp: u64, z: crate::engine::dbm::Dbm) -> bool {
+    fn insert(&mut self, fp: u64, zone: crate::engine::dbm::Dbm, level: u64, at: u32) -> bool {
         let v = self.map.entry(fp).or_default();
-        if v.iter().any(|s| s.includes(&z)) {
+        if v.iter().any(|s| s.zone.includes(&zone)) {
             return false;
         }
-        v.push(z);
+        v.push(Stored { zone, level, at });
         self.zones += 1;
         true
     }
@@ -229,6 +242,7 @@ pub fn fingerprint(w: &World) -> u64 {
 }
 
 /// The symbolic state as first met and its successors' order.
+#[allow(dead_code)]
 fn successors(m: &LockModel, s: &ZState) -> Vec<Succ> {
     let mut out = Vec::new();
     m.successors(s, &mut out);
@@ -247,8 +261,8 @@ const CHUNK: usize = 128;
 struct Found {
     /// Index of its parent in the frontier.
     from: usize,
-    /// Index of the action in the parent's enabled list.
-    action: u32,
+    /// The step from the parent.
+    step: Link,
     fp: u64,
     zone: crate::engine::dbm::Dbm,
     state: ZState,
@@ -267,12 +281,123 @@ fn workers(requested: usize) -> usize {
 
 /// Runs the search.
 pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
+    let (mut r, depths) = search_with(m, opts, true);
+    // A merged state keeps the path of its first contributor, which may not
+    // reach the part of the zone that violates: then the shortest trace
+    // comes from the search without merging, bounded at the depth found
+    // (the merged search reaches exactly the same states level by level,
+    // so that depth is the shortest).
+    for (inv, path) in r.violations.iter_mut() {
+        if !feasible(m, path, *inv) {
+            let bounded = SearchOptions {
+                invariants: vec![*inv],
+                max_states: None,
+                max_depth: Some(depths[inv]),
+                ..opts.clone()
+            };
+            if let Some(p) = search_with(m, &bounded, false).0.violations.remove(inv) {
+                *path = p;
+            }
+        }
+    }
+    r
+}
+
+/// Whether `path` (empty when it could not be rebuilt) is a violation of
+/// `inv` with real times.
+fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool {
+    if path.is_empty() {
+        return !inv.holds(m, &m.init());
+    }
+    let mut s = m.zinit();
+    for (a, answers) in path {
+        match m.follow(&s, a, answers) {
+            Some(n) => s = n,
+            None => return false,
+        }
+    }
+    !inv.holds(m, &s.world) && m.times_for(path).is_some()
+}
+
+/// [`search`] without merging zones: every interleaving of independent
+/// steps keeps its own zone. For the fallback above and for tests that
+/// compare the two.
+pub fn search_unmerged(m: &LockModel, opts: &SearchOptions) -> SearchResult {
+    search_with(m, opts, false).0
+}
+
+/// Tries to merge the successor `s` into a state of the level being built
+/// with the very same world (same layout, so the zones compare directly)
+/// when the union of their zones is itself a zone (`Dbm::convex_union`).
+/// Merging is exact: the merged zone is exactly the set of clock values
+/// either reaches, and zone successors of a union are the union of the
+/// successors. Interleavings of independent steps (deliveries to different
+/// instances, two clients' moves) end in one world with zones that differ
+/// only in the order of the clocks those steps reset; together they cover
+/// both orders, so they merge. Returns true if `s` was absorbed.
+fn absorb(
+    canon: &Canon,
+    seen: &mut Passed,
+    next: &mut [(u32, ZState)],
+    dead: &mut [bool],
+    s: &Found,
+    level: u64,
+) -> bool {
+    let Some(list) = seen.map.get_mut(&s.fp) else {
+        return false;
+    };
+    if list.iter().any(|e| e.zone.includes(&s.zone)) {
+        return true;
+    }
+    let mut into: Option<usize> = None;
+    let mut zone = s.state.zone.clone();
+    loop {
+        let mut hit = None;
+        for (i, e) in list.iter().enumerate() {
+            let at = e.at as usize;
+            if e.level != level || dead[at] || into == Some(i) || next[at].1.world != s.state.world
+            {
+                continue;
+            }
+            if let Some(h) = next[at].1.zone.convex_union(&zone) {
+                hit = Some((i, h));
+                break;
+            }
+        }
+        let Some((i, h)) = hit else { break };
+        zone = h;
+        match into {
+            None => into = Some(i),
+            Some(keep) => {
+                // A second entry joins the first: it is dropped.
+                dead[list[i].at as usize] = true;
+                list.swap_remove(i);
+                seen.zones -= 1;
+                if keep == list.len() {
+                    into = Some(i);
+                }
+            }
+        }
+    }
+    let Some(i) = into else { return false };
+    let at = list[i].at as usize;
+    next[at].1.zone = zone;
+    list[i].zone = canon.canonical(&next[at].1).1;
+    true
+}
+
+/// The search, and the depth of each violation found.
+fn search_with(
+    m: &LockModel,
+    opts: &SearchOptions,
+    merge: bool,
+) -> (SearchResult, BTreeMap<Invariant, u64>) {
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
     let threads = workers(opts.threads);
     let mut seen = Passed::default();
-    // parent[id] = (parent id, index of the action in the parent's enabled list)
-    let mut parent: Vec<(u32, u32)> = Vec::new();
+    // parent[id] = (parent id, the step from it)
+    let mut parent: Vec<(u32, Link)> = Vec::new();
     let mut found: BTreeMap<Invariant, u32> = BTreeMap::new();
     let mut pending: Vec<Invariant> = opts.invariants.clone();
     let mut transitions = 0u64;
@@ -296,8 +421,8 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
     let init = m.zinit();
     let mut max_accepted_writes = init.world.resource.accepted;
     let (ifp, iz) = canon.canonical(&init);
-    seen.insert(ifp, iz);
-    parent.push((ROOT, 0));
+    seen.insert(ifp, iz, 0, 0);
+    parent.push((ROOT, Link::NONE));
     for (i, inv) in pending.clone().iter().enumerate() {
         if violated(&init.world, &pending) & (1 << i) != 0 {
             found.insert(*inv, 0);
@@ -318,7 +443,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             let mut local = Passed::default();
             for (k, (_, s)) in frontier[lo..hi].iter().enumerate() {
                 m.successors(s, &mut succs);
-                for (si, succ) in succs.drain(..).enumerate() {
+                for succ in succs.drain(..) {
                     count += 1;
                     // A fault that changed nothing but its own budget leads to a
                     // state its predecessor dominates (same world and zone, more
@@ -330,13 +455,13 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
                         continue;
                     }
                     let (fp, zone) = canon.canonical(&succ.next);
-                    if seen.covers(fp, &zone) || !local.insert(fp, zone.clone()) {
+                    if seen.covers(fp, &zone) || !local.insert(fp, zone.clone(), 0, 0) {
                         continue;
                     }
                     let violates = violated(&succ.next.world, pending);
                     out.push(Found {
                         from: lo + k,
-                        action: si as u32,
+                        step: Link::new(succ.action, &succ.answers),
                         fp,
                         zone,
                         state: succ.next,
@@ -361,6 +486,8 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             break;
         }
         let mut next: Vec<(u32, ZState)> = Vec::new();
+        // Entries of `next` merged into another one.
+        let mut dead: Vec<bool> = Vec::new();
         // (faults used, state id) of the best violation of each pending invariant on this level
         let mut cands: Vec<Option<(u32, u32)>> = vec![None; pending.len()];
         let mut lo = 0;
@@ -394,13 +521,15 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
             for (succs, _) in batch {
                 for s in succs {
-                    if !seen.insert(s.fp, s.zone) {
+                    if merge && absorb(&canon, &mut seen, &mut next, &mut dead, &s, depth + 1) {
+                        continue;
+                    }
+                    if !seen.insert(s.fp, s.zone, depth + 1, next.len() as u32) {
                         continue;
                     }
                     let nid = parent.len() as u32;
-                    parent.push((frontier[s.from].0, s.action));
-                    max_accepted_writes =
-                        max_accepted_writes.max(s.state.world.resource.accepted);
+                    parent.push((frontier[s.from].0, s.step));
+                    max_accepted_writes = max_accepted_writes.max(s.state.world.resource.accepted);
                     if s.violates != 0 {
                         let f = used(&s.state.world);
                         for (i, c) in cands.iter_mut().enumerate() {
@@ -410,6 +539,7 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
                         }
                     }
                     next.push((nid, s.state));
+                    dead.push(false);
                     if opts
                         .max_states
                         .is_some_and(|max| parent.len() as u64 >= max)
@@ -439,26 +569,47 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
             depth += 1;
             break 'levels;
         }
-        frontier = next;
+        frontier = next
+            .into_iter()
+            .zip(dead)
+            .filter(|(_, d)| !d)
+            .map(|(e, _)| e)
+            .collect();
         if !frontier.is_empty() {
             depth += 1;
         }
     }
 
+    let depths = found
+        .iter()
+        .map(|(inv, id)| {
+            let mut d = 0;
+            let mut cur = *id;
+            while parent[cur as usize].0 != ROOT {
+                d += 1;
+                cur = parent[cur as usize].0;
+            }
+            (*inv, d)
+        })
+        .collect();
     let violations = found
         .into_iter()
-        .map(|(inv, id)| (inv, path_to(m, &parent, id)))
+        .map(|(inv, id)| (inv, path_to(m, &parent, id).unwrap_or_default()))
         .collect();
-    SearchResult {
-        violations,
-        states: parent.len() as u64,
-        transitions,
-        depth,
-        stop,
-        elapsed: start.elapsed(),
-        threads,
-        max_accepted_writes,
-    }
+    (
+        SearchResult {
+            violations,
+            states: parent.len() as u64,
+            worlds: seen.map.len() as u64,
+            transitions,
+            depth,
+            stop,
+            elapsed: start.elapsed(),
+            threads,
+            max_accepted_writes,
+        },
+        depths,
+    )
 }
 
 /// Peak resident memory of this process so far (Linux: `VmHWM`).
@@ -470,21 +621,69 @@ pub fn peak_memory_bytes() -> Option<u64> {
 }
 
 /// Rebuilds the path to state `id` by following parent links back to the
-/// root, then replaying successor indices forward from the initial state.
-fn path_to(m: &LockModel, parent: &[(u32, u32)], id: u32) -> Vec<PathStep> {
-    let mut idx = Vec::new();
+/// initial state and replaying the steps forward. `None` if a step cannot
+/// be taken along the way: a state that absorbed others by merging keeps
+/// its first parent, whose own zone may not allow every later step.
+fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<Vec<PathStep>> {
+    let mut links = Vec::new();
     let mut cur = id;
     while parent[cur as usize].0 != ROOT {
-        idx.push(parent[cur as usize].1);
+        links.push(parent[cur as usize].1);
         cur = parent[cur as usize].0;
     }
-    idx.reverse();
+    links.reverse();
     let mut s = m.zinit();
-    let mut path = Vec::with_capacity(idx.len());
-    for i in idx {
-        let succ = successors(m, &s).swap_remove(i as usize);
-        path.push((succ.action, succ.answers));
-        s = succ.next;
+    let mut path = Vec::with_capacity(links.len());
+    for l in links {
+        let answers = l.answers();
+        let Some(n) = m.follow(&s, &l.action, &answers) else {
+            if std::env::var("DBGP").is_ok() {
+                eprintln!(
+                    "path_to: cannot follow {:?} {:?} from {:?}",
+                    l.action, answers, s.world
+                );
+            }
+            return None;
+        };
+        s = n;
+        path.push((l.action, answers));
     }
-    path
+    Some(path)
+}
+
+/// A step as stored in the parent links: the action and the answers to
+/// its timing questions (a bit each, at most 32).
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    action: Action,
+    bits: u32,
+    asks: u8,
+}
+
+impl Link {
+    const NONE: Link = Link {
+        action: Action::Step { client: 0 },
+        bits: 0,
+        asks: 0,
+    };
+
+    fn new(action: Action, answers: &[bool]) -> Link {
+        assert!(
+            answers.len() <= 32,
+            "a step asks at most 32 timing questions"
+        );
+        let bits = answers
+            .iter()
+            .enumerate()
+            .fold(0u32, |b, (i, a)| b | (*a as u32) << i);
+        Link {
+            action,
+            bits,
+            asks: answers.len() as u8,
+        }
+    }
+
+    fn answers(&self) -> Vec<bool> {
+        (0..self.asks).map(|i| self.bits >> i & 1 == 1).collect()
+    }
 }

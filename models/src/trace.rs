@@ -193,7 +193,13 @@ pub fn build_timed(
         let index = i + 1;
         let msg = match a {
             Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => {
-                Some(message(&CState { now: *at, ..s.clone() }, msg))
+                Some(message(
+                    &CState {
+                        now: *at,
+                        ..s.clone()
+                    },
+                    msg,
+                ))
             }
             _ => None,
         };
@@ -202,7 +208,11 @@ pub fn build_timed(
         s = m.cstep(&s, a, *at, &mut log).map_err(|e| {
             err(
                 Some(index),
-                format!("{} at {}: {e}", action_text(a), crate::units::show_rational(*at)),
+                format!(
+                    "{} at {}: {e}",
+                    action_text(a),
+                    crate::units::show_rational(*at)
+                ),
             )
         })?;
         clocks.record(a);
@@ -262,7 +272,10 @@ pub fn build_timed(
 /// Parses an exact time `"n"` or `"n/d"` (µs).
 pub fn parse_time(text: &str) -> Option<Rational> {
     let (n, d) = match text.split_once('/') {
-        Some((n, d)) => (n.trim().parse::<i128>().ok()?, d.trim().parse::<i128>().ok()?),
+        Some((n, d)) => (
+            n.trim().parse::<i128>().ok()?,
+            d.trim().parse::<i128>().ok()?,
+        ),
         None => (text.trim().parse::<i128>().ok()?, 1),
     };
     (d > 0).then(|| Rational::new(n, d))
@@ -278,7 +291,10 @@ pub fn actions(t: &Trace) -> Result<Vec<(Action, Rational)>, ReplayError> {
             let at = parse_time(&s.at_us).ok_or_else(|| {
                 err(
                     Some(s.index),
-                    format!("unreadable time {:?}: expected microseconds as n or n/d", s.at_us),
+                    format!(
+                        "unreadable time {:?}: expected microseconds as n or n/d",
+                        s.at_us
+                    ),
                 )
             })?;
             Ok((a, at))

@@ -11,6 +11,13 @@
 //! that are due first (an extra round trip, a renewal), it takes them
 //! before the next source step, in a fixed order. Where no step plays the
 //! role, the schedules part and the comparison stops there, and says so.
+//!
+//! Times are exact (the concrete engine, `engine/concrete.rs`). Each step
+//! is taken at its source time, shifted by how much later the target runs:
+//! where the target's windows do not allow a step yet (a longer latency or
+//! least work), it is taken at the earliest time its guard holds, and every
+//! later step keeps its distance to it, so the schedule's gaps (a pause, a
+//! slow work, a wait for a key to expire) keep their lengths.
 
 use crate::action::Action;
 use crate::engine::concrete::CState;
@@ -78,12 +85,27 @@ fn own_step(m: &LockModel, s: &CState, at: Rational) -> Option<(Action, CState)>
         .into_iter()
         .filter(|e| faults::kind_of(&e.action).is_none())
         .filter(|e| !matches!(e.action, Action::Resume { .. }))
-        .filter(|e| e.guard.is_some_and(|(c, _)| inv.iter().any(|(d, _)| *d == c)))
+        .filter(|e| {
+            e.guard
+                .is_some_and(|(c, _)| inv.iter().any(|(d, _)| *d == c))
+        })
         .find_map(|e| {
             m.cstep(s, &e.action, at, &mut Log::off())
                 .ok()
                 .map(|n| (e.action, n))
         })
+}
+
+/// The earliest time at or after `at` when `action`'s guard holds in `s`
+/// (the clock it waits on reads its lower bound), if the step is enabled.
+fn earliest(m: &LockModel, s: &CState, action: &Action, at: Rational) -> Option<Rational> {
+    let mut enabled = Vec::new();
+    m.enabled(&s.world, &mut enabled);
+    let e = enabled.iter().find(|e| e.action == *action)?;
+    Some(match e.guard {
+        Some((c, lo)) => at.max(s.born[c.0 as usize] + Rational::integer(lo)),
+        None => at,
+    })
 }
 
 /// How many of its own steps the target may take to catch up with one
@@ -115,10 +137,17 @@ pub fn transfer(
             broken,
         });
     };
-    'schedule: for (i, (a, at)) in path.iter().enumerate() {
+    // How much later than in the source the target runs: a step the
+    // target's windows do not allow yet (a longer latency, a longer least
+    // work) is taken as soon as they do, and every later step keeps its
+    // distance to it, so the gaps of the schedule (a pause, a slow work)
+    // stay what they were.
+    let mut shift = Rational::ZERO;
+    'schedule: for (i, (a, source_at)) in path.iter().enumerate() {
         let index = i + 1;
         let mut rounds = 0;
         loop {
+            let at = &(*source_at + shift).max(st.now);
             // The target's own deadlines come first.
             if let Some(d) = target.deadline(&st)
                 && d < *at
@@ -137,8 +166,11 @@ pub fn transfer(
                 }
             }
             if let Some(c) = counterpart(&st.world, a)
-                && let Ok(n) = target.cstep(&st, &c, *at, &mut Log::off())
+                && let Some(when) = earliest(target, &st, &c, *at)
+                && target.deadline(&st).is_none_or(|d| when <= d)
+                && let Ok(n) = target.cstep(&st, &c, when, &mut Log::off())
             {
+                shift = when - *source_at;
                 st = n;
                 push(&mut steps, &st, Some(index), c);
                 break;

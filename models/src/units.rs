@@ -47,7 +47,9 @@ pub fn parse(text: &str) -> Result<Micros, String> {
     let mut value = whole * scale as i128;
     let mut unit_part = scale as i128;
     for (k, d) in frac.char_indices() {
-        let digit = d.to_digit(10).ok_or_else(|| format!("{text:?}: not a number"))? as i128;
+        let digit = d
+            .to_digit(10)
+            .ok_or_else(|| format!("{text:?}: not a number"))? as i128;
         if unit_part % 10 != 0 {
             if digit != 0 || frac[k..].chars().any(|c| c != '0') {
                 return Err(format!(
@@ -71,7 +73,9 @@ pub fn parse_range(text: &str) -> Result<(Micros, Micros), String> {
         Some((a, b)) => {
             let (a, b) = (parse(a)?, parse(b)?);
             if a > b {
-                return Err(format!("{text:?}: the range is empty (its start is after its end)"));
+                return Err(format!(
+                    "{text:?}: the range is empty (its start is after its end)"
+                ));
             }
             Ok((a, b))
         }
@@ -132,9 +136,7 @@ pub fn show_rational(r: crate::engine::solve::Rational) -> String {
 pub fn arg(us: Micros) -> String {
     let (scale, unit) = if us % SEC == 0 && us != 0 {
         (SEC, "s")
-    } else if us % MS == 0 && us != 0 {
-        (MS, "ms")
-    } else if us >= MS {
+    } else if us >= MS || (us % MS == 0 && us != 0) {
         (MS, "ms")
     } else {
         (1, "us")

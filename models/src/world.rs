@@ -111,7 +111,11 @@ impl Cmd {
             }
             Cmd::PExpire { ttl } => format!("PEXPIRE lock {}", ms(ttl)),
             Cmd::FencedSet { val, ttl } => {
-                format!("EVAL SET lock {} NX PX {} + INCR token", val.text(), ms(ttl))
+                format!(
+                    "EVAL SET lock {} NX PX {} + INCR token",
+                    val.text(),
+                    ms(ttl)
+                )
             }
             Cmd::Open => "open session / grant lease".into(),
             Cmd::Lock { .. } => "LOCK".into(),
@@ -480,7 +484,6 @@ impl Client {
         self.alive && self.paused.is_none() && self.phase != Phase::Done
     }
 }
-
 
 /// The protected resource (see `resource.rs`): a counter of the changes
 /// applied (increments for `rmw` and `in-place`, units taken from the stock

@@ -39,8 +39,11 @@ use crate::timemap::{System, TimeMap};
 use crate::zk::{self, ZkConn, ZkError};
 use locklab_models::LockModel;
 use locklab_models::action::Action;
+use locklab_models::engine::concrete::CState;
+use locklab_models::engine::solve::Rational;
 use locklab_models::invariants::Invariant;
 use locklab_models::trace;
+use locklab_models::units::show_rational;
 use locklab_models::world::{Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, World};
 use locklab_traces::{EventKind, Trace};
 use serde_json::json;
@@ -139,13 +142,12 @@ pub fn replay(
     t: &Trace,
     m: &LockModel,
     inv: Invariant,
-    path: &[Action],
+    path: &[(Action, Rational)],
     system: System,
-    tick_ms: u64,
+    time: TimeMap,
     opts: &CoordOptions,
 ) -> Result<Report, Error> {
-    let time = TimeMap { tick_ms };
-    for a in path {
+    for (a, _) in path {
         if matches!(
             a,
             Action::Restart { .. } | Action::Failover { .. } | Action::ClockJump { .. }
@@ -156,9 +158,6 @@ pub fn replay(
                 system.name()
             )));
         }
-    }
-    if system == System::Etcd {
-        time.etcd_lease_secs(m.params.ttl).map_err(Error::Input)?;
     }
     let begin = Instant::now();
     let server = CoordServer::start(system, opts, time)?;
@@ -192,10 +191,11 @@ pub fn replay(
     };
     d.prepare()?;
     let run_begin = Instant::now();
-    let (rows, w) = d.run(path)?;
-    let finals = d.observe(&w)?;
+    let (rows, st) = d.run(path)?;
+    let mut final_unsure = Vec::new();
+    let finals = d.observe(&st, &mut final_unsure)?;
     let replay_ms = run_begin.elapsed().as_secs_f64() * 1e3;
-    let verdict = d.verdict(inv, &w, &finals);
+    let verdict = d.verdict(inv, &st.world, &finals);
     let servers = vec![ServerLine {
         name: d.server.name.clone(),
         port: d.server.port,
@@ -223,10 +223,11 @@ pub fn replay(
         invariant: t.invariant.clone(),
         violation: t.violation.clone(),
         violation_step: t.violation_step,
-        tick_ms,
+        speed: time.speed,
         servers,
         rows,
         finals,
+        final_unsure,
         verdict,
         survivors,
         timing: Timing {
@@ -237,6 +238,7 @@ pub fn replay(
             max_late_ms,
         },
         until: None,
+        retimed: None,
     })
 }
 
@@ -285,40 +287,60 @@ impl Driver<'_> {
         Ok(())
     }
 
-    fn run(&mut self, path: &[Action]) -> Result<(Vec<Row>, World), Error> {
+    fn run(&mut self, path: &[(Action, Rational)]) -> Result<(Vec<Row>, CState), Error> {
         let m = self.m;
-        let mut w = m.init();
-        let mut now: u64 = 0;
+        let mut st = m.cinit();
         let mut rows = Vec::with_capacity(path.len());
         self.t0 = Instant::now();
-        for (i, a) in path.iter().enumerate() {
+        for (i, (a, at)) in path.iter().enumerate() {
             let index = i + 1;
-            self.wait_until(now, index)?;
+            self.wait_until(*at, index)?;
             let mut did = Vec::new();
-            let actor = m.actor(&w, a);
-            let before = w.clone();
-            // The model's side first, on a copy: its reply to a request.
+            let mut unsure = Vec::new();
+            let actor = m.actor(&st.world, a);
+            let before = st.world.clone();
+            // The model's side first: its reply to a request.
             let mut log = Log::on();
-            let mut after = w.clone();
-            m.apply(&mut after, a, &mut log);
+            let after = m
+                .cstep(&st, a, *at, &mut log)
+                .map_err(|e| Error::Input(format!("step {index} does not replay: {e}")))?;
             let events = log.take();
             let model_reply = events
                 .iter()
                 .find(|e| e.kind == EventKind::Execute)
                 .and_then(|e| e.text.rsplit_once(" -> ").map(|(_, r)| r.to_string()));
-            let exchange = self.act(&before, a, now, index, model_reply, &mut did)?;
+            let exchange = self.act(&before, a, model_reply, &mut did)?;
             let at_ms = self.t0.elapsed().as_millis() as u64;
-            w = after;
-            now += a.ticks();
+            st = after;
             let label = trace::label(&events);
-            self.track(&before, &w, a, index);
+            self.track(&before, &st.world, a, index);
             let checks = match a {
                 Action::Deliver {
                     msg: Msg {
                         to: Node::Service, ..
                     },
+                } => self.observe(&st, &mut unsure)?,
+                // The server expires a session on its own clock, in its own
+                // granularity: wait for it up to the replay's slack.
+                Action::SessionExpires { client } => {
+                    let waited = Instant::now();
+                    let slack = self.slack();
+                    loop {
+                        let mut u = Vec::new();
+                        let checks = self.observe(&st, &mut u)?;
+                        if checks.iter().all(|c| c.ok || c.unsure) || waited.elapsed() >= slack {
+                            did.push(format!(
+                                "the real server expires {}'s session on its own clock: the driver watched for it for {:.0} ms (the replay's slack is {:.0} ms)",
+                                st.world.client_name(*client),
+                                waited.elapsed().as_secs_f64() * 1e3,
+                                slack.as_secs_f64() * 1e3
+                            ));
+                            unsure.extend(u);
+                            break checks;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                 }
-                | Action::Tick { .. } => self.observe(&w)?,
                 _ => vec![],
             };
             let (model_reply, real_reply, reply_ok) = match exchange {
@@ -334,7 +356,7 @@ impl Driver<'_> {
             };
             rows.push(Row {
                 index,
-                time: now,
+                time: show_rational(*at),
                 at_ms,
                 actor,
                 label,
@@ -343,15 +365,22 @@ impl Driver<'_> {
                 real_reply,
                 reply_ok,
                 checks,
+                unsure,
+                blind: false,
             });
         }
-        Ok((rows, w))
+        Ok((rows, st))
     }
 
-    fn wait_until(&mut self, ticks: u64, index: usize) -> Result<(), Error> {
-        let late = self.time.wait_until(self.t0, ticks, index)?;
+    fn wait_until(&mut self, t: Rational, index: usize) -> Result<(), Error> {
+        let late = self.time.wait_until(self.t0, t, index)?;
         self.max_late = self.max_late.max(late);
         Ok(())
+    }
+
+    /// The real uncertainty of the server's session expiry so far.
+    fn slack(&self) -> Duration {
+        self.time.slack(self.system, self.max_late)
     }
 
     /// The real side of one step. Returns the model's reply and the real
@@ -360,8 +389,6 @@ impl Driver<'_> {
         &mut self,
         w: &World,
         a: &Action,
-        now: u64,
-        index: usize,
         model_reply: Option<String>,
         did: &mut Vec<String>,
     ) -> Result<Option<Exchange>, Error> {
@@ -451,15 +478,6 @@ impl Driver<'_> {
                     w.node_name(msg.to)
                 ),
             }),
-            Action::Tick { ticks } => {
-                let to = now + ticks as u64;
-                self.wait_until(to, index)?;
-                did.push(format!(
-                    "real time passes {} ms (to {} ms); the server's own clock expires what it expires",
-                    self.time.ms(ticks as u64),
-                    self.time.ms(to)
-                ));
-            }
             Action::Pause { client: c } => did.push(format!(
                 "the driver holds {}: it sends nothing for it, no keepalive, no ping",
                 name(c)
@@ -550,10 +568,7 @@ impl Driver<'_> {
         let io = |e: EtcdError| env(&format!("etcd did not answer {who}'s {}", cmd.text()), e);
         let ans = match cmd {
             Cmd::Open => {
-                let secs = self
-                    .time
-                    .etcd_lease_secs(self.m.params.ttl)
-                    .map_err(Error::Input)?;
+                let secs = self.time.etcd_lease_secs(self.m.params.ttl);
                 let (id, ttl) = self.etcd.grant(secs).map_err(io)?;
                 self.sessions[c as usize] = Some(Session::Lease(id));
                 self.owners.insert(id, c);
@@ -1075,7 +1090,7 @@ impl Driver<'_> {
         c: u8,
         did: &mut Vec<String>,
     ) -> Result<Result<Reply, String>, Error> {
-        let wait = self.time.tolerance().max(Duration::from_millis(200));
+        let wait = self.slack().max(Duration::from_millis(200));
         let Some(list) = self.watches.get_mut(&c) else {
             did.push("no real watch is open for this client".into());
             return Ok(Err("no watch event".into()));
@@ -1196,7 +1211,44 @@ impl Driver<'_> {
 
     /// Reads the real lock entries (and, on etcd, every lease's time left)
     /// and compares them with the model's state.
-    fn observe(&mut self, w: &World) -> Result<Vec<Check>, Error> {
+    fn observe(&mut self, st: &CState, unsure: &mut Vec<String>) -> Result<Vec<Check>, Error> {
+        let w = &st.world;
+        let slack = self.slack();
+        let ttl = Rational::integer(self.m.params.ttl);
+        // Per client: model time its session has left (negative: overdue),
+        // and whether that is within the replay's uncertainty.
+        let left: Vec<Option<(Rational, bool)>> = w
+            .coord
+            .sessions
+            .iter()
+            .map(|s| {
+                s.map(|clk| {
+                    let l = ttl - st.read(clk, st.now);
+                    // Alive in the model: the server cannot have expired it
+                    // early but for the driver's lateness; gone: the server
+                    // may still be about to.
+                    let need = if l >= Rational::ZERO {
+                        self.time.early_slack(self.max_late)
+                    } else {
+                        slack
+                    };
+                    (l, !self.time.reproducible(l, need))
+                })
+            })
+            .collect();
+        let close = left.iter().flatten().any(|(_, u)| *u);
+        for (c, l) in left.iter().enumerate() {
+            if let Some((l, true)) = l {
+                unsure.push(format!(
+                    "{}'s session is {} of model time ({:.1} ms real) from its expiry, within the replay's uncertainty ({:.0} ms after the model's expiry, {:.1} ms before): the server may have expired it or not",
+                    w.client_name(c as u8),
+                    show_rational(*l),
+                    self.time.real_ms(*l),
+                    slack.as_secs_f64() * 1e3,
+                    self.time.early_slack(self.max_late).as_secs_f64() * 1e3
+                ));
+            }
+        }
         let model: Vec<String> = w
             .coord
             .entries
@@ -1239,8 +1291,9 @@ impl Driver<'_> {
                         }
                     ),
                     ok: real == model,
+                    unsure: close,
                 });
-                for c in 0..w.clients.len() {
+                for (c, lc) in left.iter().enumerate() {
                     let Some(id) = self.last_lease[c] else {
                         continue;
                     };
@@ -1248,11 +1301,10 @@ impl Driver<'_> {
                         .etcd
                         .time_to_live(id)
                         .map_err(|e| env("cannot read a lease's TTL", e))?;
-                    let (m, ok) = match w.coord.sessions[c] {
-                        Some(left) => (
-                            format!("alive, {left} tick(s) left"),
-                            self.time
-                                .etcd_ttl_left_matches(self.m.params.ttl, left as i64, secs),
+                    let (m, ok) = match *lc {
+                        Some((l, _)) => (
+                            format!("alive, {} left", show_rational(l)),
+                            self.time.etcd_ttl_left_matches(l, secs, slack),
                         ),
                         None => ("gone".to_string(), secs < 0),
                     };
@@ -1267,6 +1319,7 @@ impl Driver<'_> {
                             w.client_name(c as u8)
                         ),
                         ok,
+                        unsure: lc.is_some_and(|(_, u)| u),
                     });
                 }
             }
@@ -1310,6 +1363,7 @@ impl Driver<'_> {
                         }
                     ),
                     ok: real == model,
+                    unsure: close,
                 });
             }
         }

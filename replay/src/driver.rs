@@ -11,7 +11,17 @@
 //! * Pauses, crashes, slow work, watchdog timers and client clock jumps
 //!   only change what the driver sends next, which the model says: the
 //!   driver *is* every client.
-//! * `Tick` lets real time pass: one tick is `tick_ms` real milliseconds.
+//! * Every step runs at its exact model time, mapped to real time by
+//!   [`TimeMap`] (model time runs `speed` times as fast); real time passes
+//!   between steps. A step whose server-side timing question (is the key
+//!   still live?) is decided by less than the real uncertainty is reported
+//!   as finer than the replay can reproduce.
+//! * Connections are real TCP connections, one per (client, server,
+//!   channel) and generation: when a client times out and closes its
+//!   connection, requests it had sent stay on the old socket and are sent
+//!   there when the trace delivers them; its next request opens a new one.
+//!   A delivery that overtakes an older request on the same connection is
+//!   impossible on TCP and does not conform.
 //! * A server clock jump rewrites that server's clock-shift file; a restart
 //!   is `kill -9` and a fresh empty start; a failover of the replicated
 //!   pair follows the recipe that really loses the unreplicated writes.
@@ -26,10 +36,15 @@ use crate::resp::{Conn, Value};
 use crate::servers::{Cluster, ServerOptions, ServerSpec};
 use crate::timemap::{System, TimeMap};
 use locklab_models::action::Action;
+use locklab_models::client::Ctx;
+use locklab_models::engine::concrete::CState;
+use locklab_models::engine::solve::Rational;
 use locklab_models::invariants::Invariant;
 use locklab_models::protocols::Service;
+use locklab_models::time::{Answers, Clk, Fresh, Micros, TimeCtx};
+use locklab_models::units::show_rational;
 use locklab_models::world::{
-    Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Role, Ticks, Ttl, World,
+    Body, Chan, Cmd, Entry as KeyEntry, Log, Msg, Node, Phase, Reply, Role, World,
 };
 use locklab_models::{LockModel, redis, trace};
 use locklab_traces::Trace;
@@ -37,15 +52,9 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::time::{Duration, Instant};
 
-/// Real milliseconds per model tick unless told otherwise. Long enough that
-/// a step (well under a millisecond) and a server restart (~25 ms) stay far
-/// inside the half-tick safety margin; short enough that a 5-server
-/// Redlock trace with a 7-tick pause replays in under 2 s.
-pub const DEFAULT_TICK_MS: u64 = 200;
-/// Shortest tick the driver accepts: below it, scheduling noise eats the margin.
-pub const MIN_TICK_MS: u64 = 20;
-/// Longest tick the driver accepts (one minute).
-pub const MAX_TICK_MS: u64 = 60_000;
+/// How late the driver is assumed to run when re-timing a trace: generous,
+/// so that a busy machine (a CI runner, parallel builds) stays inside it.
+const NOMINAL_LATE: Duration = Duration::from_millis(25);
 
 /// The protocols whose lock service is Redis (the only ones replay drives).
 pub const REDIS_PROTOCOLS: &[&str] = &[
@@ -72,15 +81,61 @@ const TOKEN_KEY: &str = "token";
 /// How to replay.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Real milliseconds per model tick; `None`: the real system's default
-    /// ([`System::default_tick_ms`]).
-    pub tick_ms: Option<u64>,
+    /// Model time runs this many times as fast as real time; `None`: the
+    /// real system's default ([`System::default_speed`]).
+    pub speed: Option<u64>,
     pub servers: ServerOptions,
     /// etcd and ZooKeeper, for the consensus protocols.
     pub coord: CoordOptions,
     /// Replay only steps 1..=N (a prefix: conformance only, the violation
     /// is not judged).
     pub until: Option<usize>,
+    /// Replay at the trace's own times, even where they put a server's
+    /// timing decision closer to its bound than real time can reproduce
+    /// (by default the steps are re-timed, see [`retime`]).
+    pub keep_times: bool,
+}
+
+/// The trace's steps with the answers their timing questions took at the
+/// recorded times (the symbolic path the model's search found).
+fn answered(m: &LockModel, path: &[(Action, Rational)]) -> Result<Vec<(Action, Vec<bool>)>, Error> {
+    let mut st = m.cinit();
+    let mut out = Vec::with_capacity(path.len());
+    for (i, (a, at)) in path.iter().enumerate() {
+        let values: Vec<Rational> = st.born.iter().map(|b| *at - *b).collect();
+        let mut w = st.world.clone();
+        let mut t = TimeCtx::new(st.born.len() - 1, Answers::Values(&values));
+        m.apply(&mut w, a, &mut t, &mut Log::off());
+        out.push((*a, t.asks.iter().map(|x| x.yes).collect()));
+        st = m
+            .cstep(&st, a, *at, &mut Log::off())
+            .map_err(|e| Error::Input(format!("step {} does not replay: {e}", i + 1)))?;
+    }
+    Ok(out)
+}
+
+/// Re-times a trace for real servers. A trace carries the earliest times
+/// at which its steps can happen, so a key that must be gone is asked
+/// about 1/12 µs after its expiry: no real server reproduces that. The
+/// same steps, with the same answers to every timing question, are given
+/// the earliest times at which every question is decided by at least
+/// `want` µs of model time (the model's exact solver; halved until
+/// feasible, down to 1 µs). Returns the step times and the margin reached,
+/// or `None` if even 1 µs is impossible.
+pub fn retime(
+    m: &LockModel,
+    path: &[(Action, Rational)],
+    want: Micros,
+) -> Result<Option<(Vec<Rational>, Micros)>, Error> {
+    let sym = answered(m, path)?;
+    let mut margin = want;
+    while margin >= 1 {
+        if let Some(times) = m.times_with_margin(&sym, margin) {
+            return Ok(Some((times[1..].to_vec(), margin)));
+        }
+        margin /= 2;
+    }
+    Ok(None)
 }
 
 /// The real system a protocol's lock service is replayed on.
@@ -96,24 +151,15 @@ pub fn system_of(protocol: &str) -> Option<System> {
     }
 }
 
-/// A TTL of `ttl` ticks, in real milliseconds.
-///
-/// The model keeps a key while `now == expire_at` and drops it one tick
-/// later; Redis keeps a key while its clock is at or before the deadline.
-/// Every step of model time `t` runs a little after real time
-/// `t × tick_ms` (the driver's lateness, checked to stay below 0.4 tick),
-/// so a key set at tick `s` with `PX ttl × tick_ms` would expire at the very
-/// moment tick `s + ttl` is replayed: a coin toss. Adding half a tick puts
-/// the real expiry strictly between ticks `s + ttl` (alive, as the model
-/// says) and `s + ttl + 1` (gone), with 0.1 tick to spare on either side.
-pub fn px(ttl: Ticks, tick_ms: u64) -> u64 {
-    TimeMap { tick_ms }.redis_px(ttl)
+/// A model TTL as Redis `PX` milliseconds at this time mapping.
+pub fn px(ttl: Micros, map: TimeMap) -> u64 {
+    map.redis_px(ttl)
 }
 
 /// The real command for a model command, and how to show it. Only Redis
 /// commands have one: traces of the consensus-service protocols are refused
 /// before any step runs.
-fn command(cmd: Cmd, tick_ms: u64) -> Result<(Vec<String>, String), Error> {
+fn command(cmd: Cmd, map: TimeMap) -> Result<(Vec<String>, String), Error> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
     let (args, shown) = match cmd {
         Cmd::SetNxPx { val, ttl } => {
@@ -123,7 +169,7 @@ fn command(cmd: Cmd, tick_ms: u64) -> Result<(Vec<String>, String), Error> {
                 &val.text(),
                 "NX",
                 "PX",
-                &px(ttl, tick_ms).to_string(),
+                &px(ttl, map).to_string(),
             ]);
             let shown = a.join(" ");
             (a, shown)
@@ -133,10 +179,10 @@ fn command(cmd: Cmd, tick_ms: u64) -> Result<(Vec<String>, String), Error> {
             let shown = a.join(" ");
             (a, shown)
         }
-        // EXPIRE counts seconds and a tick is shorter than one: the same
-        // command in milliseconds (same replies: 1 if the key exists).
+        // EXPIRE counts seconds and a scaled TTL is rarely whole seconds:
+        // the same command in milliseconds (same replies: 1 if the key exists).
         Cmd::Expire { ttl } | Cmd::PExpire { ttl } => {
-            let a = s(&["PEXPIRE", LOCK_KEY, &px(ttl, tick_ms).to_string()]);
+            let a = s(&["PEXPIRE", LOCK_KEY, &px(ttl, map).to_string()]);
             let shown = a.join(" ");
             (a, shown)
         }
@@ -147,7 +193,7 @@ fn command(cmd: Cmd, tick_ms: u64) -> Result<(Vec<String>, String), Error> {
             format!("EVAL <compare-and-delete> 1 {LOCK_KEY} {}", val.text()),
         ),
         Cmd::Renew { val, ttl } => {
-            let ms = px(ttl, tick_ms).to_string();
+            let ms = px(ttl, map).to_string();
             (
                 s(&["EVAL", EXTEND, "1", LOCK_KEY, &val.text(), &ms]),
                 format!(
@@ -157,7 +203,7 @@ fn command(cmd: Cmd, tick_ms: u64) -> Result<(Vec<String>, String), Error> {
             )
         }
         Cmd::FencedSet { val, ttl } => {
-            let ms = px(ttl, tick_ms).to_string();
+            let ms = px(ttl, map).to_string();
             (
                 s(&["EVAL", FENCED, "2", LOCK_KEY, TOKEN_KEY, &val.text(), &ms]),
                 format!(
@@ -226,9 +272,9 @@ struct Plan {
     tokens: bool,
 }
 
-fn plan(m: &LockModel, path: &[Action]) -> Plan {
-    let mut w = m.init();
-    let n = w.redis.len();
+fn plan(m: &LockModel, path: &[(Action, Rational)]) -> Result<Plan, Error> {
+    let mut st = m.cinit();
+    let n = st.world.redis.len();
     let mut shimmed = vec![false; n];
     let mut tokens = false;
     let mut cut_before = None;
@@ -237,7 +283,7 @@ fn plan(m: &LockModel, path: &[Action]) -> Plan {
     // exactly what is in it, so the oldest entry's step is where the
     // replica must stop receiving.
     let mut origin: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, a) in path.iter().enumerate() {
+    for (i, (a, at)) in path.iter().enumerate() {
         match *a {
             Action::ClockJump {
                 node: Node::Redis(s),
@@ -251,12 +297,14 @@ fn plan(m: &LockModel, path: &[Action]) -> Plan {
             }
             _ => {}
         }
-        m.apply(&mut w, a, &mut Log::off());
+        st = m
+            .cstep(&st, a, *at, &mut Log::off())
+            .map_err(|e| Error::Input(format!("step {}: {e}", i + 1)))?;
         for (s, o) in origin.iter_mut().enumerate() {
             if matches!(a, Action::Replicate { server } if *server as usize == s) && !o.is_empty() {
                 o.remove(0);
             }
-            let len = w.redis[s].backlog.len();
+            let len = st.world.redis[s].backlog.len();
             if len < o.len() {
                 // Emptied (a restart, a resync): whatever is left is new.
                 o.clear();
@@ -264,11 +312,11 @@ fn plan(m: &LockModel, path: &[Action]) -> Plan {
             o.resize(len, i);
         }
     }
-    Plan {
+    Ok(Plan {
         shimmed,
         cut_before,
         tokens,
-    }
+    })
 }
 
 /// The replicated pair's replica.
@@ -283,6 +331,14 @@ fn replica(w: &World) -> Result<usize, Error> {
 struct Exchange {
     model: Reply,
     real: Value,
+}
+
+/// What the real side of a step adds to its row besides the reply.
+#[derive(Default)]
+struct StepNotes {
+    checks: Vec<Check>,
+    /// Why the step's timing is finer than the replay can reproduce.
+    unsure: Vec<String>,
 }
 
 /// One read of a server's lock state.
@@ -318,12 +374,77 @@ struct Evidence {
     token_regressed: Option<String>,
 }
 
+/// One real TCP connection of a (client, server, channel) pair: opened
+/// at its first request, kept while the model has requests in flight on it.
+#[derive(Default)]
+struct Gen {
+    sock: Option<Conn>,
+    /// Its number among the pair's connections (1, 2, ...), once opened.
+    number: u32,
+}
+
+/// The connections of one (client, server, channel): the current one (the
+/// model's `conn` 0) and the closed ones that still carry requests, oldest
+/// first (the model's `conn` 1, 2, ...).
+#[derive(Default)]
+struct Link {
+    current: Gen,
+    closed: Vec<Gen>,
+    opened: u32,
+}
+
+/// Requests in flight from client `c` to server `s` on `chan`, counted per
+/// model connection id.
+fn in_flight(w: &World, c: u8, s: u8, chan: Chan) -> BTreeMap<u8, usize> {
+    let mut out = BTreeMap::new();
+    for m in &w.net {
+        if m.from == Node::Client(c)
+            && m.to == Node::Redis(s)
+            && m.chan == chan
+            && matches!(m.body, Body::Req(_))
+        {
+            *out.entry(m.conn).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+/// What clock `c` reads during a step whose clocks read `values` (fresh
+/// clocks of the step come after `base`).
+fn clock_value(values: &[Rational], base: usize, fresh: &[Fresh], c: Clk) -> Rational {
+    let i = c.0 as usize;
+    if i <= base {
+        return values[i];
+    }
+    match fresh[i - base - 1] {
+        Fresh::Zero => Rational::ZERO,
+        Fresh::Copy(d) => clock_value(values, base, fresh, d),
+    }
+}
+
+/// Model time left before entry `e` expires at the state's time (negative:
+/// expired); `None`: it never expires.
+fn time_left(st: &CState, e: &KeyEntry) -> Option<Rational> {
+    e.exp
+        .ttl
+        .map(|ttl| Rational::integer(ttl - e.exp.shift) - st.read(e.exp.since, st.now))
+}
+
+/// Whether the model has entry `e` live at the state's time.
+fn live(st: &CState, e: &KeyEntry) -> bool {
+    time_left(st, e).is_none_or(|l| l >= Rational::ZERO)
+}
+
+fn abs(r: Rational) -> Rational {
+    if r < Rational::ZERO { -r } else { r }
+}
+
 struct Driver<'a> {
     m: &'a LockModel,
-    tick_ms: u64,
+    map: TimeMap,
     cluster: Cluster,
     t0: Instant,
-    conns: BTreeMap<(u8, u8, Chan), Conn>,
+    conns: BTreeMap<(u8, u8, Chan), Link>,
     observers: BTreeMap<usize, Conn>,
     tokens: bool,
     max_late: Duration,
@@ -337,12 +458,8 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
             "locklab replay runs on Linux only: it stops servers with PR_SET_PDEATHSIG, checks port ownership in /proc and preloads a glibc clock shim".into(),
         ));
     }
-    if let Some(tick) = opts.tick_ms
-        && !(MIN_TICK_MS..=MAX_TICK_MS).contains(&tick)
-    {
-        return Err(Error::Input(format!(
-            "--tick-ms {tick}: a tick must be {MIN_TICK_MS} to {MAX_TICK_MS} real milliseconds"
-        )));
+    if let Some(speed) = opts.speed {
+        TimeMap::new(speed).map_err(Error::Input)?;
     }
     let (m, _) = trace::validate(t).map_err(|e| {
         Error::Input(format!(
@@ -371,13 +488,46 @@ pub fn replay(t: &Trace, opts: &Options) -> Result<Report, Error> {
         Some(n) => n,
         None => full.len(),
     };
+    let map = TimeMap::new(opts.speed.unwrap_or(system.default_speed())).map_err(Error::Input)?;
+    // The margin a real run needs, in model µs, with the driver a few ms late.
+    let want =
+        (map.slack(system, NOMINAL_LATE).as_micros() as Micros).saturating_mul(map.speed as Micros);
+    let mut retimed = None;
+    let mut full = full;
+    if !opts.keep_times
+        && let Some((times, margin)) = retime(&m, &full, want)?
+    {
+        let moved = full
+            .iter()
+            .zip(&times)
+            .filter(|((_, a), b)| a != *b)
+            .count();
+        if moved > 0 {
+            for ((_, at), t) in full.iter_mut().zip(times) {
+                *at = t;
+            }
+            retimed = Some(format!(
+                "re-timed: the trace's earliest times put server timing decisions closer to their bounds than real time can reproduce; the replay takes the same {} steps with the same answers at the earliest times that decide every timing question by at least {} of model time{} ({moved} step(s) moved; --keep-times replays the trace's own times)",
+                full.len(),
+                locklab_models::units::show(margin),
+                if margin < want {
+                    format!(
+                        " (the {} wanted is impossible on this path)",
+                        locklab_models::units::show(want)
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
     let path = &full[..cut];
-    let tick_ms = opts.tick_ms.unwrap_or(system.default_tick_ms());
     let mut report = if system == System::Redis {
-        replay_redis(t, &m, inv, path, tick_ms, opts)?
+        replay_redis(t, &m, inv, path, map, opts)?
     } else {
-        crate::coord_driver::replay(t, &m, inv, path, system, tick_ms, &opts.coord)?
+        crate::coord_driver::replay(t, &m, inv, path, system, map, &opts.coord)?
     };
+    report.retimed = retimed;
     if cut < full.len() {
         report.until = Some(cut);
         report.verdict.reproduced = false;
@@ -398,11 +548,11 @@ fn replay_redis(
     t: &Trace,
     m: &LockModel,
     inv: Invariant,
-    path: &[Action],
-    tick_ms: u64,
+    path: &[(Action, Rational)],
+    map: TimeMap,
     opts: &Options,
 ) -> Result<Report, Error> {
-    let plan = plan(m, path);
+    let plan = plan(m, path)?;
     let w0 = m.init();
     let replicated = m.proto.service() == Service::Replicated;
     let specs: Vec<ServerSpec> = (0..w0.redis.len())
@@ -419,7 +569,7 @@ fn replay_redis(
     let start_ms = begin.elapsed().as_secs_f64() * 1e3;
     let mut d = Driver {
         m,
-        tick_ms,
+        map,
         cluster,
         t0: Instant::now(),
         conns: BTreeMap::new(),
@@ -432,10 +582,11 @@ fn replay_redis(
         },
     };
     let run_begin = Instant::now();
-    let (rows, w) = d.run(path, &plan)?;
-    let finals = d.observe_all(&w)?;
+    let (rows, st) = d.run(path, &plan)?;
+    let mut final_unsure = Vec::new();
+    let finals = d.observe_all(&st, &mut final_unsure)?;
     let replay_ms = run_begin.elapsed().as_secs_f64() * 1e3;
-    let verdict = d.verdict(inv, &w, &finals);
+    let verdict = d.verdict(inv, &st, &finals);
     let servers = d
         .cluster
         .servers
@@ -461,14 +612,15 @@ fn replay_redis(
     Ok(Report {
         protocol: m.proto.name().to_string(),
         system: System::Redis.name().to_string(),
-        time_line: TimeMap { tick_ms }.describe(System::Redis, m.params.ttl),
+        time_line: map.describe(System::Redis, m.params.ttl),
         invariant: t.invariant.clone(),
         violation: t.violation.clone(),
         violation_step: t.violation_step,
-        tick_ms,
+        speed: map.speed,
         servers,
         rows,
         finals: finals.into_iter().map(|(_, c)| c).collect(),
+        final_unsure,
         verdict,
         survivors,
         timing: Timing {
@@ -479,38 +631,53 @@ fn replay_redis(
             max_late_ms,
         },
         until: None,
+        retimed: None,
     })
 }
 
 impl Driver<'_> {
-    fn run(&mut self, path: &[Action], plan: &Plan) -> Result<(Vec<Row>, World), Error> {
+    fn run(
+        &mut self,
+        path: &[(Action, Rational)],
+        plan: &Plan,
+    ) -> Result<(Vec<Row>, CState), Error> {
         let m = self.m;
-        let mut w = m.init();
-        let mut now: u64 = 0;
+        let mut st = m.cinit();
         let mut rows = Vec::with_capacity(path.len());
         self.t0 = Instant::now();
-        for (i, a) in path.iter().enumerate() {
+        for (i, (a, at)) in path.iter().enumerate() {
             let index = i + 1;
-            self.wait_until(now, index)?;
+            self.wait_until(*at, index)?;
             let mut did = Vec::new();
+            let mut step = StepNotes::default();
             if plan.cut_before == Some(i) {
-                did.push(self.cut_replica(&w)?);
+                did.push(self.cut_replica(&st.world)?);
             }
-            let actor = m.actor(&w, a);
-            let before = w.clone();
-            let exchange = self.act(&before, a, now, index, &mut did)?;
-            // Taken after the real action, so a tick shows the time it reached.
+            let actor = m.actor(&st.world, a);
+            let before = st.clone();
+            let exchange = self.act(&before, a, *at, &mut did, &mut step)?;
             let at_ms = self.t0.elapsed().as_millis() as u64;
             let mut log = Log::on();
-            m.apply(&mut w, a, &mut log);
-            now += a.ticks();
+            st = m
+                .cstep(&st, a, *at, &mut log)
+                .map_err(|e| Error::Input(format!("step {index} does not replay: {e}")))?;
             let label = trace::label(&log.take());
-            self.reconcile(&w, &mut did)?;
-            self.track(&before, &w, a, index);
-            let checks = self.observe_after(&w, a)?;
+            self.sync_links(&before.world, &st.world, a, &mut did)?;
+            self.reconcile(&st.world, &mut did)?;
+            self.track(&before.world, &st.world, a, index);
+            let decided_blind = !step.unsure.is_empty();
+            let mut checks = self.observe_after(&st, a, &mut step.unsure)?;
+            if decided_blind {
+                // What the server reads after a decision real time could
+                // not reproduce follows that decision: not judged either.
+                for c in &mut checks {
+                    c.unsure = true;
+                }
+            }
+            checks.extend(step.checks);
             rows.push(Row {
                 index,
-                time: now,
+                time: show_rational(*at),
                 at_ms,
                 actor,
                 label,
@@ -519,41 +686,152 @@ impl Driver<'_> {
                 real_reply: exchange.as_ref().map(|x| x.real.text()),
                 reply_ok: exchange.as_ref().map(|x| agrees(x.model, &x.real)),
                 checks,
+                unsure: step.unsure,
+                blind: decided_blind,
             });
         }
-        Ok((rows, w))
+        Ok((rows, st))
     }
 
-    /// Waits until model time `ticks` in real time; fails if the driver is
-    /// already so late that real expiries could fall on the wrong side of a
-    /// tick (see [`px`]).
-    fn wait_until(&mut self, ticks: u64, index: usize) -> Result<(), Error> {
-        let map = TimeMap {
-            tick_ms: self.tick_ms,
-        };
-        let late = map.wait_until(self.t0, ticks, index)?;
+    /// Waits until model time `t` in real time and records how late it woke.
+    fn wait_until(&mut self, t: Rational, index: usize) -> Result<(), Error> {
+        let late = self.map.wait_until(self.t0, t, index)?;
         self.max_late = self.max_late.max(late);
         Ok(())
+    }
+
+    /// The real uncertainty of a server-side timing question so far.
+    fn slack(&self) -> Duration {
+        self.map.slack(System::Redis, self.max_late)
     }
 
     fn name(&self, s: usize) -> String {
         self.cluster.servers[s].spec.name.clone()
     }
 
+    /// Keeps the real connections in step with the model's after a step: a
+    /// closed connection whose requests are all gone is forgotten; when a
+    /// client closed its current connection with requests still on it, that
+    /// socket joins the closed ones and the next request opens a new one.
+    fn sync_links(
+        &mut self,
+        before: &World,
+        after: &World,
+        a: &Action,
+        did: &mut Vec<String>,
+    ) -> Result<(), Error> {
+        let fifo = self.m.params.network == locklab_models::params::Network::Fifo;
+        let mut keys: Vec<(u8, u8, Chan)> = self.conns.keys().copied().collect();
+        for m in before.net.iter().chain(&after.net) {
+            if let (Node::Client(c), Node::Redis(s), Body::Req(_)) = (m.from, m.to, m.body) {
+                keys.push((c, s, m.chan));
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        for (c, s, chan) in keys {
+            let pre = in_flight(before, c, s, chan);
+            let post = in_flight(after, c, s, chan);
+            let link = self.conns.entry((c, s, chan)).or_default();
+            let pre_closed = pre.keys().filter(|k| **k > 0).count();
+            // Closed connections the driver never used (nothing was sent on
+            // them yet): their sockets open when the trace delivers there.
+            while link.closed.len() < pre_closed {
+                link.closed.push(Gen::default());
+            }
+            link.closed.truncate(pre_closed);
+            // What this step took off each connection.
+            let mut left: Vec<usize> = pre
+                .iter()
+                .filter(|(k, _)| **k > 0)
+                .map(|(_, n)| *n)
+                .collect();
+            let mut cur = pre.get(&0).copied().unwrap_or(0);
+            let hit = match *a {
+                Action::Deliver { msg } | Action::Drop { msg }
+                    if msg.from == Node::Client(c)
+                        && msg.to == Node::Redis(s)
+                        && msg.chan == chan
+                        && matches!(msg.body, Body::Req(_)) =>
+                {
+                    let total = pre.get(&msg.conn).copied().unwrap_or(0);
+                    let gone = match a {
+                        // A loss breaks the stream: what follows it is lost too.
+                        Action::Drop { .. } if fifo => total.saturating_sub(msg.seq as usize),
+                        _ => 1,
+                    };
+                    Some((msg.conn, gone))
+                }
+                _ => None,
+            };
+            if let Some((k, gone)) = hit {
+                if k == 0 {
+                    cur = cur.saturating_sub(gone);
+                } else if let Some(n) = left.get_mut(k as usize - 1) {
+                    *n = n.saturating_sub(gone);
+                }
+            }
+            let mut kept = Vec::new();
+            for (g, n) in std::mem::take(&mut link.closed).into_iter().zip(&left) {
+                if *n > 0 {
+                    kept.push(g);
+                }
+            }
+            let post_closed = post.keys().filter(|k| **k > 0).count();
+            if post_closed == kept.len() + 1 && cur > 0 {
+                // The client closed its connection with requests on it.
+                kept.push(std::mem::take(&mut link.current));
+            } else if post_closed == 0 {
+                kept.clear();
+            } else if post_closed != kept.len() {
+                return Err(Error::Env(format!(
+                    "internal: the driver lost track of {}'s connections to {} ({} closed in the model, {} real)",
+                    after.client_name(c),
+                    self.cluster.servers[s as usize].spec.name,
+                    post_closed,
+                    kept.len()
+                )));
+            }
+            link.closed = kept;
+            // A request just put on the current connection: the client opens
+            // the connection when it sends, as a real client does.
+            if post.get(&0).is_some_and(|n| *n > 0) && link.current.sock.is_none() {
+                let sock = self.cluster.connect(s as usize)?;
+                let link = self.conns.entry((c, s, chan)).or_default();
+                link.opened += 1;
+                link.current.sock = Some(sock);
+                link.current.number = link.opened;
+                did.push(format!(
+                    "opened TCP connection #{} from {} to {}{}",
+                    link.opened,
+                    after.client_name(c),
+                    self.cluster.servers[s as usize].spec.name,
+                    if link.opened > 1 {
+                        " (a new one: the client closed the last one)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The real side of one step (before the model applies it).
     fn act(
         &mut self,
-        w: &World,
+        st: &CState,
         a: &Action,
-        now: u64,
-        index: usize,
+        at: Rational,
         did: &mut Vec<String>,
+        step: &mut StepNotes,
     ) -> Result<Option<Exchange>, Error> {
+        let w = &st.world;
         let client = |c: u8| w.client_name(c);
         match *a {
             Action::Deliver { msg } => match (msg.from, msg.to, msg.body) {
                 (Node::Client(c), Node::Redis(s), Body::Req(cmd)) => {
-                    return self.send(w, c, s, msg, cmd, did).map(Some);
+                    return self.send(st, at, c, s, msg, cmd, did, step).map(Some);
                 }
                 (Node::Redis(_), Node::Client(c), Body::Reply(_)) => did.push(format!(
                     "nothing real: the reply was read when its request ran; now {} handles it",
@@ -575,21 +853,12 @@ impl Driver<'_> {
                     w.node_name(msg.to)
                 ),
             }),
-            Action::Tick { ticks } => {
-                let to = now + ticks as u64;
-                self.wait_until(to, index)?;
-                did.push(format!(
-                    "real time passes {} ms (to {} ms)",
-                    ticks as u64 * self.tick_ms,
-                    to * self.tick_ms
-                ));
-            }
             Action::ClockJump {
                 node: Node::Redis(s),
                 by,
             } => {
                 let s = s as usize;
-                let ms = self.cluster.servers[s].offset_ms + by as i64 * self.tick_ms as i64;
+                let ms = self.cluster.servers[s].offset_ms + self.map.offset_ms(by);
                 self.cluster.set_offset(s, ms)?;
                 did.push(format!(
                     "{}'s wall clock now runs {ms:+} ms off (clock-shift file rewritten)",
@@ -640,42 +909,127 @@ impl Driver<'_> {
                 "nothing to do on Redis: the resource and its unfenced writers are the driver's (the model's)"
                     .into(),
             ),
+            // The server comes back in `reconcile`, once the model has it up.
+            Action::ComeUp { .. } => {}
             Action::Step { .. }
             | Action::Watchdog { .. }
             | Action::Slow { .. }
-            | Action::Finish { .. } => {}
+            | Action::SessionExpires { .. } => {}
         }
         Ok(None)
     }
 
     /// Sends `cmd` for client `c` to server `s` and reads the real reply.
+    #[allow(clippy::too_many_arguments)]
     fn send(
         &mut self,
-        w: &World,
+        st: &CState,
+        at: Rational,
         c: u8,
         s: u8,
         msg: Msg,
         cmd: Cmd,
         did: &mut Vec<String>,
+        step: &mut StepNotes,
     ) -> Result<Exchange, Error> {
+        let w = &st.world;
         let si = s as usize;
         let chan = msg.chan;
-        // The model's prediction: the same `execute` the transition runs.
+        let name = self.name(si);
+        // The model's prediction: the same `execute` the transition runs,
+        // with every clock read at the step's exact time.
+        let values: Vec<Rational> = st.born.iter().map(|b| at - *b).collect();
+        let base = st.born.len() - 1;
         let mut probe = w.clone();
-        let model = redis::execute(&mut probe, s, c, cmd);
+        let mut t = TimeCtx::new(base, Answers::Values(&values));
+        let model = redis::execute(
+            &mut Ctx {
+                m: self.m,
+                w: &mut probe,
+                log: &mut Log::off(),
+                t: &mut t,
+            },
+            s,
+            c,
+            cmd,
+        );
+        // The server's timing questions (is the key still live?): each is
+        // decided by how far its clock is from the bound. Real time cannot
+        // reproduce a margin below the replay's uncertainty.
+        let slack = self.slack();
+        for ask in &t.asks {
+            let margin =
+                clock_value(&values, base, &t.fresh, ask.clk) - Rational::integer(ask.bound);
+            if !self.map.reproducible(margin, slack) {
+                step.unsure.push(format!(
+                    "{name} decides whether the key is still live {} of model time {} its expiry: {:.3} ms real, within the replay's uncertainty of {:.1} ms (Redis keeps whole ms, the driver ran up to {:.1} ms late); real Redis may decide either way, and what it reads next with it",
+                    show_rational(abs(margin)),
+                    if margin > Rational::ZERO { "after" } else { "before" },
+                    self.map.real_ms(abs(margin)),
+                    slack.as_secs_f64() * 1e3,
+                    self.max_late.as_secs_f64() * 1e3,
+                ));
+            }
+        }
+        // One TCP connection delivers in the order it was sent: a request
+        // that overtakes an older one on its connection cannot happen.
+        let fifo = self.m.params.network == locklab_models::params::Network::Fifo;
+        let older = w
+            .net
+            .iter()
+            .filter(|x| {
+                x.from == msg.from
+                    && x.to == msg.to
+                    && x.chan == chan
+                    && x.conn == msg.conn
+                    && matches!(x.body, Body::Req(_))
+                    && **x != msg
+                    && if fifo {
+                        // Its place in the queue (a late message's clock
+                        // is re-armed, so its clock says nothing of order).
+                        x.seq < msg.seq
+                    } else {
+                        st.born[x.clk.0 as usize] < st.born[msg.clk.0 as usize]
+                    }
+            })
+            .count();
+        if older > 0 {
+            step.checks.push(Check {
+                text: format!(
+                    "impossible on TCP: this request overtakes {older} older request(s) {} sent earlier on the same connection",
+                    w.client_name(c)
+                ),
+                ok: false,
+                unsure: false,
+            });
+        }
         let foreign = w.ghost.foreign.is_none() && probe.ghost.foreign.is_some();
         let before = if foreign {
             Some(self.observe(si)?)
         } else {
             None
         };
-        let (args, shown) = command(cmd, self.tick_ms)?;
+        let (args, shown) = command(cmd, self.map)?;
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let name = self.name(si);
-        let conn = match self.conns.entry((c, s, chan)) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(self.cluster.connect(si)?),
+        let link = self.conns.entry((c, s, chan)).or_default();
+        let (link_gen, closed) = match msg.conn {
+            0 => (&mut link.current, false),
+            k => {
+                while link.closed.len() < k as usize {
+                    link.closed.push(Gen::default());
+                }
+                (&mut link.closed[k as usize - 1], true)
+            }
         };
+        let mut opened = false;
+        if link_gen.sock.is_none() {
+            link_gen.sock = Some(self.cluster.connect(si)?);
+            link.opened += 1;
+            link_gen.number = link.opened;
+            opened = true;
+        }
+        let number = link_gen.number;
+        let conn = link_gen.sock.as_mut().expect("opened above");
         let real = conn.call(&refs).map_err(|e| {
             Error::Env(format!(
                 "{name} did not answer {}'s {shown}: {e}",
@@ -687,8 +1041,15 @@ impl Driver<'_> {
             Chan::Watchdog => " watchdog",
         };
         did.push(format!(
-            "sent {shown} on {}'s{chan_text} connection to {name}",
-            w.client_name(c)
+            "sent {shown} on {}'s{chan_text} TCP connection #{number} to {name}{}",
+            w.client_name(c),
+            match (opened, closed) {
+                (true, false) if number > 1 =>
+                    " (a new connection: the client closed the last one)",
+                (true, false) => " (opened for it)",
+                (_, true) => " (a connection the client has closed: the request was already on it)",
+                (false, false) => "",
+            }
         ));
         // A grant counts only if its client is still waiting for it (an
         // abandoned request's OK reaches nobody).
@@ -716,20 +1077,32 @@ impl Driver<'_> {
             let owner_val = w.redis[si].lock.map(|e| e.val.text()).unwrap_or_default();
             let removed = real == Value::Int(1);
             let held = b.lock.as_deref() == Some(owner_val.as_str());
+            let verb = match cmd {
+                Cmd::Del | Cmd::Cad { .. } => "deleted",
+                _ => "re-timed",
+            };
+            let outcome = if removed && held {
+                format!(
+                    "{} {verb} {}'s lock for real",
+                    w.client_name(actor),
+                    w.client_name(owner)
+                )
+            } else {
+                format!(
+                    "{} did NOT touch {}'s lock for real (the model has {} there)",
+                    w.client_name(actor),
+                    w.client_name(owner),
+                    owner_val
+                )
+            };
             let sentence = format!(
-                "just before {}'s {shown}, real {name} held {} (GET); the command returned {}: {} {} {}'s lock for real",
+                "just before {}'s {shown}, real {name} held {} (GET); the command returned {}: {outcome}",
                 w.client_name(actor),
                 b.lock
                     .as_deref()
                     .map(|v| format!("{v:?}"))
                     .unwrap_or_else(|| "nothing".into()),
                 real.text(),
-                w.client_name(actor),
-                match cmd {
-                    Cmd::Del | Cmd::Cad { .. } => "deleted",
-                    _ => "re-timed",
-                },
-                w.client_name(owner),
             );
             self.ev.foreign = Some((sentence, removed && held));
         }
@@ -899,23 +1272,38 @@ impl Driver<'_> {
         })
     }
 
-    /// Compares a real reading of server `s` with the model's state.
-    fn check(&self, w: &World, s: usize, o: &Observed) -> Check {
-        let node = &w.redis[s];
-        let entry = node.lock.filter(|e| e.live());
+    /// Compares a real reading of server `s` with the model's state at
+    /// the state's time. A key within the replay's uncertainty of its
+    /// expiry may really be there or gone: that reading is unsure.
+    fn check(&self, st: &CState, s: usize, o: &Observed, unsure: &mut Vec<String>) -> Check {
+        let node = &st.world.redis[s];
+        let slack = self.slack();
+        let mut close = false;
+        let entry = node.lock.filter(|e| {
+            if let Some(l) = time_left(st, e)
+                && !self.map.reproducible(l, slack)
+            {
+                close = true;
+                unsure.push(format!(
+                    "{}'s key {} is {} of model time ({:.3} ms real) {} its expiry when read, within the replay's uncertainty of {:.1} ms: the reading may go either way",
+                    self.name(s),
+                    e.val.text(),
+                    show_rational(abs(l)),
+                    self.map.real_ms(abs(l)),
+                    if l < Rational::ZERO { "past" } else { "short of" },
+                    slack.as_secs_f64() * 1e3
+                ));
+            }
+            live(st, e)
+        });
         let (model, mut ok) = match entry {
             None => ("-".to_string(), o.lock.is_none()),
             Some(e) => {
-                let (ttl_text, ttl_ok) = match e.ttl {
-                    Ttl::Never => ("no expiry".to_string(), o.pttl == -1),
-                    // The real TTL left must round to the model's ticks
-                    // left: (t, t + 1] ticks, given the half-tick margin.
-                    Ttl::Left(t) => (
-                        format!("ttl {t}"),
-                        TimeMap {
-                            tick_ms: self.tick_ms,
-                        }
-                        .redis_pttl_matches(t as i64, o.pttl),
+                let (ttl_text, ttl_ok) = match time_left(st, &e) {
+                    None => ("no expiry".to_string(), o.pttl == -1),
+                    Some(l) => (
+                        format!("{} left", show_rational(l)),
+                        self.map.redis_pttl_matches(l, o.pttl, slack),
                     ),
                 };
                 (
@@ -938,6 +1326,7 @@ impl Driver<'_> {
         Check {
             text: format!("{}: model {model} | real {real}", self.name(s)),
             ok,
+            unsure: close,
         }
     }
 
@@ -952,7 +1341,13 @@ impl Driver<'_> {
     }
 
     /// Reads and checks every server the step may have changed.
-    fn observe_after(&mut self, w: &World, a: &Action) -> Result<Vec<Check>, Error> {
+    fn observe_after(
+        &mut self,
+        st: &CState,
+        a: &Action,
+        unsure: &mut Vec<String>,
+    ) -> Result<Vec<Check>, Error> {
+        let w = &st.world;
         let touched: Vec<usize> = match *a {
             Action::Deliver { msg } => match msg.to {
                 Node::Redis(s) => vec![s as usize],
@@ -962,7 +1357,7 @@ impl Driver<'_> {
                 node: Node::Redis(s),
                 ..
             } => vec![s as usize],
-            Action::Tick { .. } | Action::Restart { .. } | Action::Failover { .. } => {
+            Action::Restart { .. } | Action::Failover { .. } | Action::ComeUp { .. } => {
                 (0..w.redis.len()).collect()
             }
             _ => vec![],
@@ -971,19 +1366,23 @@ impl Driver<'_> {
         for s in touched {
             if self.readable(w, s) {
                 let o = self.observe(s)?;
-                checks.push(self.check(w, s, &o));
+                checks.push(self.check(st, s, &o, unsure));
             }
         }
         Ok(checks)
     }
 
     /// Reads every serving server at the end.
-    fn observe_all(&mut self, w: &World) -> Result<Vec<(usize, Check)>, Error> {
+    fn observe_all(
+        &mut self,
+        st: &CState,
+        unsure: &mut Vec<String>,
+    ) -> Result<Vec<(usize, Check)>, Error> {
         let mut out = Vec::new();
-        for s in 0..w.redis.len() {
-            if self.readable(w, s) {
+        for s in 0..st.world.redis.len() {
+            if self.readable(&st.world, s) {
                 let o = self.observe(s)?;
-                out.push((s, self.check(w, s, &o)));
+                out.push((s, self.check(st, s, &o, unsure)));
             }
         }
         Ok(out)
@@ -991,7 +1390,8 @@ impl Driver<'_> {
 
     /// Whether the violation happened for real, stated from real replies
     /// and readings.
-    fn verdict(&self, inv: Invariant, w: &World, finals: &[(usize, Check)]) -> Verdict {
+    fn verdict(&self, inv: Invariant, st: &CState, finals: &[(usize, Check)]) -> Verdict {
+        let w = &st.world;
         let mut lines = Vec::new();
         let reproduced = match inv {
             Invariant::MutualExclusion => {
@@ -1101,7 +1501,7 @@ impl Driver<'_> {
                 // with the same kind of expiry.
                 let held: Vec<&(usize, Check)> = finals
                     .iter()
-                    .filter(|(s, _)| w.redis[*s].lock.is_some_and(|e| e.live()))
+                    .filter(|(s, _)| w.redis[*s].lock.is_some_and(|e| live(st, &e)))
                     .collect();
                 for (_, c) in &held {
                     lines.push(format!(
@@ -1130,10 +1530,14 @@ mod tests {
     use super::*;
     use locklab_models::world::Val;
 
+    use locklab_models::time::SEC;
+
+    const MAP: TimeMap = TimeMap { speed: 20 };
+
     #[test]
-    fn real_expiry_falls_half_a_tick_after_the_models_last_live_tick() {
-        assert_eq!(px(6, 200), 1300);
-        assert_eq!(px(1, 100), 150);
+    fn a_model_ttl_is_sent_scaled_to_whole_milliseconds() {
+        assert_eq!(px(30 * SEC, MAP), 1500);
+        assert_eq!(px(30 * SEC, TimeMap { speed: 1 }), 30_000);
     }
 
     #[test]
@@ -1142,16 +1546,18 @@ mod tests {
             client: 1,
             round: 0,
         };
-        let (args, shown) = command(Cmd::SetNxPx { val, ttl: 6 }, 200).expect("a Redis command");
-        assert_eq!(args, ["SET", "lock", "c2#1", "NX", "PX", "1300"]);
-        assert_eq!(shown, "SET lock c2#1 NX PX 1300");
-        let (args, _) = command(Cmd::Expire { ttl: 2 }, 100).expect("a Redis command");
-        assert_eq!(args, ["PEXPIRE", "lock", "250"]);
-        let (args, shown) = command(Cmd::Cad { val }, 100).expect("a Redis command");
+        let (args, shown) =
+            command(Cmd::SetNxPx { val, ttl: 30 * SEC }, MAP).expect("a Redis command");
+        assert_eq!(args, ["SET", "lock", "c2#1", "NX", "PX", "1500"]);
+        assert_eq!(shown, "SET lock c2#1 NX PX 1500");
+        let (args, _) = command(Cmd::Expire { ttl: 10 * SEC }, MAP).expect("a Redis command");
+        assert_eq!(args, ["PEXPIRE", "lock", "500"]);
+        let (args, shown) = command(Cmd::Cad { val }, MAP).expect("a Redis command");
         assert_eq!(args[0], "EVAL");
         assert_eq!(args[2..], ["1", "lock", "c2#1"]);
         assert_eq!(shown, "EVAL <compare-and-delete> 1 lock c2#1");
-        let (args, _) = command(Cmd::FencedSet { val, ttl: 1 }, 100).expect("a Redis command");
+        let (args, _) =
+            command(Cmd::FencedSet { val, ttl: 3 * SEC }, MAP).expect("a Redis command");
         assert_eq!(args[2..], ["2", "lock", "token", "c2#1", "150"]);
     }
 

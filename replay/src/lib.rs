@@ -11,8 +11,20 @@
 //!   etcd's JSON gateway over HTTP/1.1, ZooKeeper's jute protocol).
 //! * [`driver`] (Redis) and [`coord_driver`] (etcd, ZooKeeper): walk the
 //!   trace through the model and do the real thing for every step.
-//! * [`timemap`]: the one place where model time becomes real time.
+//! * [`timemap`]: the one place where model time (exact µs) becomes real
+//!   time: a speed factor, the same for the schedule and for every TTL,
+//!   lease and session timeout the servers are told; and the real
+//!   uncertainty against which a step's timing margin is judged.
 //! * [`report`]: the conformance report and the verdict.
+//!
+//! A trace carries the earliest exact times of its steps, which put a
+//! server's timing decisions as close to their bounds as the model allows;
+//! by default the driver re-times the same steps to keep a real-time margin
+//! (`driver::retime`, the model's exact solver), and a step whose margin is
+//! still below the real uncertainty is reported (`~`), never passed.
+//! Every (client, server, channel) is one real TCP connection per
+//! generation: a client that timed out gets a new one, and a request it had
+//! already sent goes out on the old one.
 //!
 //! The driver plays every client (and the protected resource, which is the
 //! model's): a client pause is the driver not sending for that client (no
@@ -33,7 +45,7 @@ pub mod timemap;
 pub mod zk;
 
 pub use coordsrv::CoordOptions;
-pub use driver::{DEFAULT_TICK_MS, Options, replay, system_of};
+pub use driver::{Options, replay, system_of};
 pub use report::Report;
 pub use servers::ServerOptions;
 
@@ -44,8 +56,8 @@ pub enum Error {
     /// has no real system to run on).
     Input(String),
     /// The machine cannot run it: a server missing, a port in use, a
-    /// server that did not come up in time, the driver too slow for the
-    /// tick length.
+    /// server that did not come up in time, the driver so far behind its
+    /// real-time schedule that no timing means anything.
     Env(String),
     /// Ctrl-C (or SIGTERM) arrived; every server was stopped.
     Interrupted,

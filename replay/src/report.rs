@@ -1,20 +1,26 @@
 //! The conformance report: every step with the reply the model predicted
 //! beside the reply real Redis gave, the real lock state read after it, and
-//! a verdict stated from real observations.
+//! a verdict stated from real observations. A step whose timing is finer
+//! than a real server can reproduce (see `timemap`) is marked `~` and
+//! listed: what real time gave there is shown, but it counts neither as a
+//! match nor as a mismatch, and the replay does not pass.
 
 /// One real reading compared with the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
     pub text: String,
     pub ok: bool,
+    /// The model's state was within the replay's timing uncertainty of a
+    /// change (a key about to expire): the reading cannot be judged.
+    pub unsure: bool,
 }
 
 /// One replayed step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
     pub index: usize,
-    /// Model time after the step, in ticks.
-    pub time: u64,
+    /// The step's exact model time, with its unit (`29.9952 s`).
+    pub time: String,
     /// Real milliseconds since the replay's start when the step ran.
     pub at_ms: u64,
     pub actor: String,
@@ -28,17 +34,26 @@ pub struct Row {
     pub reply_ok: Option<bool>,
     /// Real lock state read after the step.
     pub checks: Vec<Check>,
+    /// Why the step's timing is finer than the replay can reproduce (a
+    /// server's decision, or a reading, within the real uncertainty).
+    pub unsure: Vec<String>,
+    /// The server's decision at this step (is the key still live?) was
+    /// within the real uncertainty: its reply, and what the server reads
+    /// after it, are not judged, and the replay is not exact.
+    pub blind: bool,
 }
 
 impl Row {
     /// `Some(false)` if anything disagreed, `Some(true)` if something was
-    /// compared and all agreed, `None` if nothing was compared.
+    /// compared and all agreed, `None` if nothing was compared. A reply
+    /// whose server decided within the timing uncertainty, and an unsure
+    /// reading, are not compared.
     pub fn ok(&self) -> Option<bool> {
         let mut seen = None;
-        for ok in self
-            .reply_ok
+        let reply = self.reply_ok.filter(|_| !self.blind);
+        for ok in reply
             .into_iter()
-            .chain(self.checks.iter().map(|c| c.ok))
+            .chain(self.checks.iter().filter(|c| !c.unsure).map(|c| c.ok))
         {
             if !ok {
                 return Some(false);
@@ -93,11 +108,14 @@ pub struct Report {
     /// The model's sentence for the violation.
     pub violation: String,
     pub violation_step: usize,
-    pub tick_ms: u64,
+    /// Model time ran this many times as fast as real time.
+    pub speed: u64,
     pub servers: Vec<ServerLine>,
     pub rows: Vec<Row>,
     /// Every serving server read at the end.
     pub finals: Vec<Check>,
+    /// Why some final readings cannot be judged (see `Row::unsure`).
+    pub final_unsure: Vec<String>,
     pub verdict: Verdict,
     /// Server PIDs that still existed after the stop (should be none).
     pub survivors: Vec<u32>,
@@ -105,6 +123,8 @@ pub struct Report {
     /// `--until N`: only steps 1..=N were replayed (the violation is not
     /// judged; the exit code is conformance alone).
     pub until: Option<usize>,
+    /// Why and how the steps were given other times than the trace's.
+    pub retimed: Option<String>,
 }
 
 impl Report {
@@ -113,15 +133,38 @@ impl Report {
         self.rows.iter().filter(|r| r.ok() == Some(false)).collect()
     }
 
-    /// Every reply and every reading matched the model.
+    /// Every reply and every reading that could be judged matched the model.
     pub fn conforms(&self) -> bool {
-        self.mismatches().is_empty() && self.finals.iter().all(|c| c.ok)
+        self.mismatches().is_empty() && self.finals.iter().all(|c| c.ok || c.unsure)
     }
 
-    /// 0: conformed and the violation happened for real (or, for a
-    /// prefix, conformed); 1: otherwise.
+    /// Rows whose server decision is finer than the replay can reproduce.
+    pub fn blind(&self) -> Vec<&Row> {
+        self.rows.iter().filter(|r| r.blind).collect()
+    }
+
+    /// Readings (after steps, and at the end) within the real timing
+    /// uncertainty of a change, which were shown but not judged.
+    pub fn unjudged_readings(&self) -> usize {
+        self.rows
+            .iter()
+            .flat_map(|r| &r.checks)
+            .chain(&self.finals)
+            .filter(|c| c.unsure)
+            .count()
+    }
+
+    /// Every server decision the trace relies on was reproducible in real
+    /// time (readings near a change may still be unjudged: they are shown).
+    pub fn exact(&self) -> bool {
+        self.blind().is_empty()
+    }
+
+    /// 0: conformed, every step was reproducible in real time, and the
+    /// violation happened for real (or, for a prefix, conformed); 1:
+    /// otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.conforms() && (self.verdict.reproduced || self.until.is_some()) {
+        if self.conforms() && self.exact() && (self.verdict.reproduced || self.until.is_some()) {
             0
         } else {
             1
@@ -154,6 +197,9 @@ impl Report {
         );
         p(&mut out, format!("  model:   {}", self.violation));
         p(&mut out, format!("  time:    {}", self.time_line));
+        if let Some(r) = &self.retimed {
+            p(&mut out, format!("           {r}"));
+        }
         for (i, s) in self.servers.iter().enumerate() {
             let pids: Vec<String> = s.pids.iter().map(u32::to_string).collect();
             let mut extra = Vec::new();
@@ -191,19 +237,28 @@ impl Report {
         if !self.finals.is_empty() {
             p(&mut out, "real state at the end:".into());
             for c in &self.finals {
-                p(&mut out, format!("  {} {}", c.text, mark(Some(c.ok))));
+                p(&mut out, format!("  {} {}", c.text, check_mark(c)));
+            }
+            for u in &self.final_unsure {
+                p(&mut out, format!("  ~ {u}"));
             }
             out.push('\n');
         }
         let mism = self.mismatches();
         let replies = self.rows.iter().filter(|r| r.reply_ok.is_some()).count();
-        let readings: usize =
-            self.rows.iter().map(|r| r.checks.len()).sum::<usize>() + self.finals.len();
+        let replies = replies - self.blind().iter().filter(|r| r.reply_ok.is_some()).count();
+        let readings: usize = self
+            .rows
+            .iter()
+            .flat_map(|r| &r.checks)
+            .chain(&self.finals)
+            .filter(|c| !c.unsure)
+            .count();
         match mism.first() {
             None if self.conforms() => p(
                 &mut out,
                 format!(
-                    "conformance: CONFORMS. All {replies} real replies and {readings} real lock readings matched the model."
+                    "conformance: CONFORMS. All {replies} real replies and {readings} real lock readings that could be judged matched the model."
                 ),
             ),
             None => p(
@@ -225,16 +280,52 @@ impl Report {
                         format!("real state differs: {}", bad.join("; "))
                     }
                 };
+                let blind: Vec<String> = self
+                    .blind()
+                    .iter()
+                    .filter(|u| u.index < r.index)
+                    .map(|u| u.index.to_string())
+                    .collect();
                 p(
                     &mut out,
                     format!(
-                        "conformance: MISMATCH at step {} ({}): {what}; {} step(s) disagree in all.",
+                        "conformance: MISMATCH at step {} ({}): {what}; {} step(s) disagree in all.{}",
                         r.index,
                         r.label,
-                        mism.len()
+                        mism.len(),
+                        if blind.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                " It comes after step(s) {} whose timing real time could not reproduce: reality may have taken the other branch there.",
+                                blind.join(", ")
+                            )
+                        }
                     ),
                 );
             }
+        }
+        let fine = self.blind();
+        if !self.exact() {
+            let steps: Vec<String> = fine.iter().map(|r| r.index.to_string()).collect();
+            p(
+                &mut out,
+                format!(
+                    "exactness:   NOT EXACT. At step(s) {} real {} decided within its timing uncertainty at {}x speed (see the ~ lines): what it answered is shown but not judged. A smaller --speed narrows the uncertainty in model time; margins below a real millisecond cannot be replayed at all.",
+                    steps.join(", "),
+                    self.system,
+                    self.speed
+                ),
+            );
+        }
+        let unjudged = self.unjudged_readings();
+        if unjudged > 0 {
+            p(
+                &mut out,
+                format!(
+                    "readings:    {unjudged} real reading(s) came within the timing uncertainty of an expiry and were shown but not judged (~)."
+                ),
+            );
         }
         p(
             &mut out,
@@ -294,12 +385,12 @@ impl Report {
             .map(|r| {
                 [
                     r.index.to_string(),
-                    r.time.to_string(),
+                    r.time.clone(),
                     r.at_ms.to_string(),
                     r.actor.clone(),
                     cell(r.model_reply.as_deref()),
                     cell(r.real_reply.as_deref()),
-                    mark(r.ok()).to_string(),
+                    row_mark(r).to_string(),
                 ]
             })
             .collect();
@@ -340,8 +431,11 @@ impl Report {
                     "{}state: {} {}\n",
                     " ".repeat(indent),
                     k.text,
-                    mark(Some(k.ok))
+                    check_mark(k)
                 ));
+            }
+            for u in &r.unsure {
+                out.push_str(&format!("{}~ {u}\n", " ".repeat(indent)));
             }
         }
         out
@@ -360,6 +454,20 @@ fn cell(reply: Option<&str>) -> String {
     }
 }
 
+/// A row's mark: `~` when its timing could not be reproduced and nothing
+/// that could be judged disagreed.
+fn row_mark(r: &Row) -> &'static str {
+    match r.ok() {
+        Some(false) => "✗",
+        _ if r.blind || r.checks.iter().any(|c| c.unsure) => "~",
+        ok => mark(ok),
+    }
+}
+
+fn check_mark(c: &Check) -> &'static str {
+    if c.unsure { "~" } else { mark(Some(c.ok)) }
+}
+
 fn mark(ok: Option<bool>) -> &'static str {
     match ok {
         Some(true) => "✓",
@@ -375,7 +483,7 @@ mod tests {
     fn row(reply_ok: Option<bool>, checks: &[bool]) -> Row {
         Row {
             index: 1,
-            time: 0,
+            time: "0 µs".into(),
             at_ms: 0,
             actor: "redis".into(),
             label: "x".into(),
@@ -388,8 +496,11 @@ mod tests {
                 .map(|ok| Check {
                     text: "s".into(),
                     ok: *ok,
+                    unsure: false,
                 })
                 .collect(),
+            unsure: vec![],
+            blind: false,
         }
     }
 
@@ -400,5 +511,19 @@ mod tests {
         assert_eq!(row(Some(true), &[true, false]).ok(), Some(false));
         assert_eq!(row(Some(false), &[true]).ok(), Some(false));
         assert_eq!(row(None, &[true]).ok(), Some(true));
+    }
+
+    #[test]
+    fn a_step_too_fine_for_real_time_is_neither_a_match_nor_a_mismatch() {
+        let mut r = row(Some(false), &[true]);
+        r.unsure.push("within the uncertainty".into());
+        r.blind = true;
+        // The reply is not judged; the reading still is.
+        assert_eq!(r.ok(), Some(true));
+        assert_eq!(row_mark(&r), "~");
+        r.checks[0].ok = false;
+        assert_eq!(r.ok(), Some(false));
+        r.checks[0].unsure = true;
+        assert_eq!(r.ok(), None);
     }
 }

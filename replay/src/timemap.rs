@@ -1,51 +1,98 @@
 //! The one place where model time becomes real time.
 //!
-//! The model counts integer ticks; a replay runs on real clocks. Everything
-//! that turns a model duration into a real one lives here: when a step is
-//! due, what TTL Redis gets, how long an etcd lease and a ZooKeeper session
-//! last, how late the driver may run. When the model's time unit changes,
-//! this module is what changes.
+//! Model time is exact and dense: every step of a trace carries its time in
+//! microseconds as a rational (`locklab_models::trace::actions`). A replay
+//! runs on real clocks, `speed` times faster than the model: model time `t`
+//! is due at real time `t / speed` after the replay's start, and every
+//! duration the servers are told (a Redis `PX`, an etcd lease TTL, a
+//! ZooKeeper session timeout) is the model's duration divided by the same
+//! `speed`. With `speed` 1 the replay runs in real time.
 //!
-//! The rule behind every mapping: the model keeps an entry alive while its
-//! time left is `>= 0`, so something that lives `n` ticks from model time
-//! `s` is still there at `s + n` and gone at `s + n + 1`. Each real expiry
-//! must fall strictly between those two moments, with room on both sides
-//! for the driver's lateness and the server's own expiry granularity.
+//! A real run cannot be exact. The driver wakes a little late, Redis keeps
+//! expiries in whole milliseconds (`PX`, `keyIsExpired` on `mstime`), etcd
+//! grants leases in whole seconds and revokes them from a 500 ms loop,
+//! ZooKeeper expires sessions in `tickTime` buckets. Every timing question
+//! the model answers on a server's behalf ("is the key still live?") has a
+//! margin: how far, in model time, the clock was from the bound. If that
+//! margin, mapped to real time, is smaller than the real uncertainty
+//! ([`TimeMap::slack`]), the real server may answer either way: the step is
+//! reported as finer than the replay can reproduce, never silently passed.
 
-use locklab_models::world::Ticks;
+use locklab_models::engine::solve::Rational;
+use locklab_models::time::{MS, Micros, SEC};
 use std::time::{Duration, Instant};
 
 /// How model time maps to real time in one replay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimeMap {
-    /// Real milliseconds per model tick.
-    pub tick_ms: u64,
+    /// Model time runs this many times faster than real time (≥ 1).
+    pub speed: u64,
 }
+
+/// Fastest speed accepted: beyond it one real millisecond (Redis's
+/// resolution) is more than 10 s of model time.
+pub const MAX_SPEED: u64 = 10_000;
+
+/// How late the driver may wake before the replay gives up: beyond this
+/// the machine is too busy for any timing to mean anything.
+pub const GIVE_UP_LATE: Duration = Duration::from_secs(2);
 
 /// etcd's lessor looks for expired leases every 500 ms (`lease/lessor.go`,
 /// `runLoop`), and the revoke then goes through raft: a lease outlives its
 /// TTL by up to this much.
 pub const ETCD_EXPIRY_SLACK_MS: u64 = 600;
 
-/// ZooKeeper's `tickTime` for a replay with this tick: sessions expire in
-/// buckets of one `tickTime`, so it is kept small against the model tick.
-fn zk_tick_time(tick_ms: u64) -> u64 {
-    (tick_ms / 10).clamp(2, 50)
+/// ZooKeeper's `tickTime` for replays (written into `zoo.cfg`): sessions
+/// expire in buckets of one `tickTime` (`ExpiryQueue`), so it is small.
+pub const ZK_TICK_TIME_MS: u64 = 20;
+
+/// Redis keeps expiries in whole milliseconds (`SET ... PX`, `mstime()`).
+const REDIS_RESOLUTION: Duration = Duration::from_millis(1);
+
+/// Model µs (exact) as real µs (float) at this speed.
+fn real_us(model: Rational, speed: u64) -> f64 {
+    model.num() as f64 / model.den() as f64 / speed as f64
 }
 
 impl TimeMap {
-    /// Sleeps until model time `ticks` (counted from `t0`) in real time
-    /// and returns how late it woke; fails if it is already so late that
-    /// real expiries could fall on the wrong side of a tick, or on Ctrl-C.
-    /// Both drivers (Redis, consensus) keep their schedule with this.
+    /// Checks a speed given on the command line.
+    pub fn new(speed: u64) -> Result<TimeMap, String> {
+        if (1..=MAX_SPEED).contains(&speed) {
+            Ok(TimeMap { speed })
+        } else {
+            Err(format!(
+                "--speed {speed}: model time must run 1 to {MAX_SPEED} times as fast as real time"
+            ))
+        }
+    }
+
+    /// Real time, from the replay's start, at which model time `t` (µs) is due.
+    pub fn at(&self, t: Rational) -> Duration {
+        Duration::from_secs_f64(real_us(t, self.speed).max(0.0) / 1e6)
+    }
+
+    /// A model duration in real time.
+    pub fn real(&self, d: Micros) -> Duration {
+        Duration::from_secs_f64(d.max(0) as f64 / self.speed as f64 / 1e6)
+    }
+
+    /// A model duration (exact, maybe negative) in real milliseconds.
+    pub fn real_ms(&self, d: Rational) -> f64 {
+        real_us(d, self.speed) / 1e3
+    }
+
+    /// Sleeps until model time `t` (counted from `t0`) in real time and
+    /// returns how late it woke; fails on Ctrl-C, or if it is so late that
+    /// no timing of the run means anything any more ([`GIVE_UP_LATE`]).
+    /// Smaller lateness is not an error: it widens [`TimeMap::slack`], and
+    /// the steps whose margins it eats are reported.
     pub fn wait_until(
         &self,
         t0: Instant,
-        ticks: u64,
+        t: Rational,
         index: usize,
     ) -> Result<Duration, crate::Error> {
-        let target = t0 + self.at(ticks);
-        let tolerance = self.tolerance();
+        let target = t0 + self.at(t);
         loop {
             if crate::interrupt::interrupted() {
                 return Err(crate::Error::Interrupted);
@@ -53,11 +100,11 @@ impl TimeMap {
             let now = Instant::now();
             if now >= target {
                 let late = now - target;
-                if late > tolerance {
+                if late > GIVE_UP_LATE {
                     return Err(crate::Error::Env(format!(
-                        "the driver fell {} ms behind the schedule at step {index} (more than {} ms, 0.4 tick): real expiries could no longer be trusted to fall between ticks; rerun with a larger --tick-ms on a less busy machine",
+                        "the driver fell {} ms behind the schedule at step {index} (more than {} ms): the machine is too busy for a timed replay; rerun with a smaller --speed on a less busy machine",
                         late.as_millis(),
-                        tolerance.as_millis()
+                        GIVE_UP_LATE.as_millis()
                     )));
                 }
                 return Ok(late);
@@ -66,111 +113,111 @@ impl TimeMap {
         }
     }
 
-    /// Real time, from the replay's start, at which model time `ticks` is due.
-    pub fn at(&self, ticks: u64) -> Duration {
-        Duration::from_millis(ticks * self.tick_ms)
-    }
-
-    /// Real milliseconds of `ticks` model ticks.
-    pub fn ms(&self, ticks: u64) -> u64 {
-        ticks * self.tick_ms
-    }
-
-    /// How far behind its schedule the driver may run: 0.4 tick.
-    pub fn tolerance(&self) -> Duration {
-        Duration::from_millis(self.tick_ms * 2 / 5)
-    }
-
-    /// A Redis TTL of `ttl` ticks, in real milliseconds (`PX`): half a tick
-    /// more, so the real expiry falls strictly between ticks `s + ttl`
-    /// (alive, as the model says) and `s + ttl + 1` (gone), with 0.1 tick to
-    /// spare on either side of the driver's 0.4-tick lateness.
-    pub fn redis_px(&self, ttl: Ticks) -> u64 {
-        ttl as u64 * self.tick_ms + self.tick_ms / 2
-    }
-
-    /// Whether a real `PTTL` reading matches `left` model ticks: given the
-    /// half-tick margin it is in `(left, left + 1]` ticks.
-    pub fn redis_pttl_matches(&self, left: i64, pttl_ms: i64) -> bool {
-        let tick = self.tick_ms as i64;
-        pttl_ms > left * tick && pttl_ms <= (left + 1) * tick
-    }
-
-    /// An etcd lease of `ttl` ticks, in whole seconds (etcd's unit). The
-    /// lease is gone between `L` and `L + 0.6 s` after its grant or last
-    /// keepalive; that window must lie inside ticks `(ttl + 0.4, ttl + 1)`.
-    /// With whole seconds this needs ticks of about 2 s (the default for
-    /// etcd replays); shorter ticks are refused with the reason.
-    pub fn etcd_lease_secs(&self, ttl: Ticks) -> Result<u64, String> {
-        let lo = (ttl as u64 * 10 + 4) * self.tick_ms; // (ttl + 0.4) ticks, in ms x 10
-        let secs = lo.div_ceil(10_000).max(1);
-        let hi = (ttl as u64 + 1) * self.tick_ms;
-        if secs * 1000 + ETCD_EXPIRY_SLACK_MS <= hi {
-            Ok(secs)
-        } else {
-            Err(format!(
-                "--tick-ms {}: a {ttl}-tick etcd lease cannot be mapped: etcd counts lease TTLs in whole seconds and expires them up to {ETCD_EXPIRY_SLACK_MS} ms late, so no whole number of seconds falls between {} and {} ms; use --tick-ms 2000 or more",
-                self.tick_ms,
-                lo / 10,
-                hi
-            ))
-        }
-    }
-
-    /// Expected real seconds left on an etcd lease with `left` model ticks
-    /// to live: the lease's real TTL minus the model time spent since it
-    /// was last renewed. etcd reports whole seconds, rounded down.
-    pub fn etcd_ttl_left_matches(&self, ttl: Ticks, left: i64, real_secs: i64) -> bool {
-        let Ok(secs) = self.etcd_lease_secs(ttl) else {
-            return false;
+    /// The real uncertainty of a timing question on `system`, given the
+    /// worst lateness so far: two moments the model relates (a key set, a
+    /// command run) can each be late, plus the server's own granularity and
+    /// the rounding of the durations it was told.
+    pub fn slack(&self, system: System, late: Duration) -> Duration {
+        let granularity = match system {
+            // 1 ms resolution, plus up to 0.5 ms from rounding PX (and a
+            // clock-shift offset) to whole milliseconds.
+            System::Redis => REDIS_RESOLUTION + Duration::from_micros(500),
+            System::Etcd => Duration::from_millis(ETCD_EXPIRY_SLACK_MS + 1000),
+            System::ZooKeeper => Duration::from_millis(ZK_TICK_TIME_MS),
         };
-        let spent_ms = (ttl as i64 - left) * self.tick_ms as i64;
-        let expect_ms = secs as i64 * 1000 - spent_ms;
-        // Rounded down, read up to 0.4 tick late.
-        let lo = (expect_ms - self.tolerance().as_millis() as i64 - 1000)
-            .div_euclid(1000)
-            .max(0);
-        let hi = expect_ms.div_euclid(1000);
-        (lo..=hi).contains(&real_secs)
+        granularity + 2 * late.max(Duration::from_micros(200))
+    }
+
+    /// The uncertainty on the early side of a session's or lease's expiry:
+    /// etcd rounds lease TTLs up to whole seconds and revokes late, and
+    /// ZooKeeper expires sessions at the end of their `tickTime` bucket, so
+    /// the server never expires one before its real timeout; only the
+    /// driver's lateness (and 1 ms of rounding) can make it look early.
+    pub fn early_slack(&self, late: Duration) -> Duration {
+        Duration::from_millis(1) + 2 * late.max(Duration::from_micros(200))
+    }
+
+    /// Whether a model margin (µs, exact; its sign ignored) is wide enough
+    /// to be reproduced on `system` with this `slack`.
+    pub fn reproducible(&self, margin: Rational, slack: Duration) -> bool {
+        real_us(margin, self.speed).abs() > slack.as_secs_f64() * 1e6
+    }
+
+    /// A Redis TTL (`PX`) for a model TTL: the real duration in whole
+    /// milliseconds, rounded to the nearest, at least 1 (Redis refuses 0).
+    pub fn redis_px(&self, ttl: Micros) -> u64 {
+        let us = ttl.max(0) as u64;
+        ((us + self.speed * MS as u64 / 2) / (self.speed * MS as u64)).max(1)
+    }
+
+    /// A clock jump of `by` model µs as a real offset in whole milliseconds.
+    pub fn offset_ms(&self, by: Micros) -> i64 {
+        let d = self.speed as i64 * MS;
+        (by + by.signum() * d / 2) / d
+    }
+
+    /// Whether a real `PTTL` reading matches `left` model µs to live, within
+    /// `slack`.
+    pub fn redis_pttl_matches(&self, left: Rational, pttl_ms: i64, slack: Duration) -> bool {
+        if pttl_ms < 0 {
+            return false;
+        }
+        (self.real_ms(left) - pttl_ms as f64).abs() <= slack.as_secs_f64() * 1e3 + 1.0
+    }
+
+    /// An etcd lease for a model TTL, in whole seconds (etcd's unit),
+    /// rounded up: the lease lasts at least the model's TTL; the rounding
+    /// is part of [`TimeMap::slack`] (up to 1 s).
+    pub fn etcd_lease_secs(&self, ttl: Micros) -> u64 {
+        (ttl.max(0) as u64).div_ceil(self.speed * SEC as u64).max(1)
+    }
+
+    /// Whether etcd's whole seconds left on a lease match `left` model µs.
+    pub fn etcd_ttl_left_matches(&self, left: Rational, real_secs: i64, slack: Duration) -> bool {
+        let expect = self.real_ms(left) / 1e3;
+        let s = slack.as_secs_f64();
+        (real_secs as f64) >= (expect - s - 1.0).floor() && (real_secs as f64) <= expect + s
     }
 
     /// ZooKeeper's `tickTime` for this replay (written into `zoo.cfg`).
     pub fn zk_tick_time_ms(&self) -> u64 {
-        zk_tick_time(self.tick_ms)
+        ZK_TICK_TIME_MS
     }
 
-    /// A ZooKeeper session of `ttl` ticks, in real milliseconds. The server
-    /// expires a session in the first `tickTime` bucket after its timeout,
-    /// so the timeout is put half a `tickTime` before the middle of tick
-    /// `ttl + 0.5`: the expiry window is centred between the two ticks.
-    pub fn zk_session_ms(&self, ttl: Ticks) -> u64 {
-        let centre = ttl as u64 * self.tick_ms + self.tick_ms / 2;
-        centre.saturating_sub(self.zk_tick_time_ms() / 2).max(1)
+    /// A ZooKeeper session timeout for a model TTL, in real milliseconds
+    /// (at least ZooKeeper's minimum, two `tickTime`s).
+    pub fn zk_session_ms(&self, ttl: Micros) -> u64 {
+        (self.real(ttl).as_millis() as u64).max(2 * ZK_TICK_TIME_MS)
     }
 
     /// One line for the report.
-    pub fn describe(&self, system: System, ttl: Ticks) -> String {
+    pub fn describe(&self, system: System, ttl: Micros) -> String {
+        let show = locklab_models::units::show;
+        let head = if self.speed == 1 {
+            "model time runs in real time".to_string()
+        } else {
+            format!(
+                "model time runs {}x as fast as real time (1 real ms = {} of model time)",
+                self.speed,
+                show(self.speed as i64 * MS)
+            )
+        };
         match system {
             System::Redis => format!(
-                "1 tick = {} ms of real time; a TTL of n ticks is sent as n x {} + {} ms, so real expiry falls half a tick after the model's last live tick",
-                self.tick_ms,
-                self.tick_ms,
-                self.tick_ms / 2
+                "{head}; a TTL of {} is sent as PX {} (Redis keeps whole ms)",
+                show(ttl),
+                self.redis_px(ttl)
             ),
             System::Etcd => format!(
-                "1 tick = {} ms of real time; the {ttl}-tick lease is granted with TTL {} s (etcd counts whole seconds and revokes up to {ETCD_EXPIRY_SLACK_MS} ms late), so it is gone between ticks {ttl}.4 and {} after its last keepalive",
-                self.tick_ms,
+                "{head}; the {} lease is granted with TTL {} s (etcd counts whole seconds and revokes up to {ETCD_EXPIRY_SLACK_MS} ms late)",
+                show(ttl),
                 self.etcd_lease_secs(ttl)
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|_| "?".into()),
-                ttl + 1
             ),
             System::ZooKeeper => format!(
-                "1 tick = {} ms of real time; the {ttl}-tick session is requested with timeout {} ms and tickTime {} ms, so the server expires it between ticks {ttl} and {} after the client was last heard",
-                self.tick_ms,
+                "{head}; the {} session is requested with timeout {} ms, tickTime {} ms (sessions expire in tickTime buckets)",
+                show(ttl),
                 self.zk_session_ms(ttl),
-                self.zk_tick_time_ms(),
-                ttl + 1
+                self.zk_tick_time_ms()
             ),
         }
     }
@@ -185,15 +232,17 @@ pub enum System {
 }
 
 impl System {
-    /// Real milliseconds per tick unless told otherwise: long enough for the
-    /// system's expiry granularity and start-up jitter.
-    pub fn default_tick_ms(self) -> u64 {
+    /// Speed unless told otherwise: fast enough that a trace around the
+    /// default 30 s TTL replays in seconds, slow enough that the system's
+    /// granularity stays a small part of model time.
+    pub fn default_speed(self) -> u64 {
         match self {
-            System::Redis => 200,
-            // Whole-second leases need ~2 s ticks (see `etcd_lease_secs`).
-            System::Etcd => 2000,
-            // A cold JVM answers its first requests in tens of ms.
-            System::ZooKeeper => 500,
+            // 30 s TTL -> 1.5 s; 1 real ms = 20 model ms.
+            System::Redis => 20,
+            // Whole-second leases, revoked up to 0.6 s late: 30 s -> 6 s.
+            System::Etcd => 5,
+            // A cold JVM answers its first requests in tens of ms: 30 s -> 3 s.
+            System::ZooKeeper => 10,
         }
     }
 
@@ -211,30 +260,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn redis_expiry_falls_half_a_tick_after_the_last_live_tick() {
-        let m = TimeMap { tick_ms: 200 };
-        assert_eq!(m.redis_px(6), 1300);
-        assert!(m.redis_pttl_matches(6, 1300));
-        assert!(!m.redis_pttl_matches(6, 1200));
+    fn durations_scale_by_the_speed() {
+        let m = TimeMap::new(20).expect("a valid speed");
+        assert_eq!(m.redis_px(30 * SEC), 1500);
+        // 10 ms model = 0.5 ms real: rounded to the nearest, at least 1.
+        assert_eq!(m.redis_px(10 * MS), 1);
+        assert_eq!(m.redis_px(29 * MS), 1);
+        assert_eq!(m.redis_px(31 * MS), 2);
+        assert_eq!(m.at(Rational::integer(2 * SEC)), Duration::from_millis(100));
+        assert_eq!(m.offset_ms(301_500 * MS / 1000), 15);
+        assert_eq!(m.offset_ms(-40 * MS), -2);
+        assert!(TimeMap::new(0).is_err());
+        assert!(TimeMap::new(MAX_SPEED + 1).is_err());
     }
 
     #[test]
-    fn etcd_leases_are_whole_seconds_inside_the_tick_window() {
-        let m = TimeMap { tick_ms: 2000 };
-        // 6 ticks = 12 s: the lease must be gone after 12.8 s and before 14 s.
-        assert_eq!(m.etcd_lease_secs(6), Ok(13));
-        assert_eq!(m.etcd_lease_secs(2), Ok(5));
-        assert!(TimeMap { tick_ms: 1000 }.etcd_lease_secs(6).is_err());
-        assert!(m.etcd_ttl_left_matches(6, 6, 12));
-        assert!(m.etcd_ttl_left_matches(6, 4, 8));
-        assert!(!m.etcd_ttl_left_matches(6, 4, 12));
+    fn a_margin_below_the_slack_is_not_reproducible() {
+        let m = TimeMap::new(20).expect("a valid speed");
+        let slack = m.slack(System::Redis, Duration::from_millis(1));
+        // 1.5 ms + 2 ms = 3.5 ms real = 70 ms model.
+        assert_eq!(slack, Duration::from_micros(3500));
+        assert!(!m.reproducible(Rational::new(1, 12), slack));
+        assert!(!m.reproducible(Rational::integer(-70 * MS), slack));
+        assert!(m.reproducible(Rational::integer(71 * MS), slack));
+        assert!(m.redis_pttl_matches(Rational::integer(10 * SEC), 500, slack));
+        assert!(!m.redis_pttl_matches(Rational::integer(10 * SEC), 400, slack));
     }
 
     #[test]
-    fn zookeeper_sessions_expire_between_ticks() {
-        let m = TimeMap { tick_ms: 500 };
-        assert_eq!(m.zk_tick_time_ms(), 50);
-        // centre 6.5 ticks = 3250 ms; the bucket adds up to 50 ms.
-        assert_eq!(m.zk_session_ms(6), 3225);
+    fn etcd_leases_are_whole_seconds_and_zookeeper_sessions_ms() {
+        let m = TimeMap::new(5).expect("a valid speed");
+        assert_eq!(m.etcd_lease_secs(30 * SEC), 6);
+        assert_eq!(m.etcd_lease_secs(31 * SEC), 7);
+        let slack = m.slack(System::Etcd, Duration::ZERO);
+        assert!(m.etcd_ttl_left_matches(Rational::integer(20 * SEC), 4, slack));
+        // 4 s real, give or take the 1.6 s slack and etcd's rounding down.
+        assert!(!m.etcd_ttl_left_matches(Rational::integer(20 * SEC), 0, slack));
+        assert!(!m.etcd_ttl_left_matches(Rational::integer(20 * SEC), 7, slack));
+        let z = TimeMap::new(10).expect("a valid speed");
+        assert_eq!(z.zk_session_ms(30 * SEC), 3000);
+        assert_eq!(z.zk_session_ms(10 * MS), 40);
     }
 }

@@ -48,7 +48,7 @@ fn an_etcd_lease_expires_with_its_key_and_the_watch_sees_the_delete() {
         return;
     }
     let mut s =
-        CoordServer::start(System::Etcd, &opts(), TimeMap { tick_ms: 2000 }).expect("etcd starts");
+        CoordServer::start(System::Etcd, &opts(), TimeMap { speed: 5 }).expect("etcd starts");
     let e = Etcd {
         port: s.port,
         timeout: Duration::from_secs(2),
@@ -102,10 +102,10 @@ fn a_silent_zookeeper_session_expires_on_time_and_the_watcher_is_told() {
     ) {
         return;
     }
-    let time = TimeMap { tick_ms: 500 };
+    let time = TimeMap { speed: 10 };
     let mut s = CoordServer::start(System::ZooKeeper, &opts(), time).expect("ZooKeeper starts");
     let timeout = Duration::from_secs(2);
-    let session = time.zk_session_ms(2); // 1225 ms
+    let session = time.zk_session_ms(12 * locklab_models::time::SEC); // 1200 ms
     let mut admin = ZkConn::connect(s.port, 60_000, timeout).unwrap();
     admin.create("/locklab", b"", zk::PERSISTENT).unwrap();
     let mut a = ZkConn::connect(s.port, session, timeout).unwrap();

@@ -55,8 +55,9 @@ fn unit(param: &str) -> &'static str {
         "loss" => "probability per message",
         "renew-ratio" => "fraction of the TTL",
         "clients" | "acquisitions" | "instances" | "quorum" => "count",
+        "drift-factor-ppm" => "parts per million",
         p if p.ends_with("-rate") => "per second",
-        _ => "ms",
+        _ => "duration",
     }
 }
 
@@ -92,7 +93,12 @@ pub fn svg(s: &Summary) -> String {
         .map(|p| {
             p.value
                 .as_deref()
-                .and_then(|v| v.parse().ok())
+                .and_then(|v| {
+                    // A duration (`5s`) is placed by its length in µs.
+                    v.parse()
+                        .ok()
+                        .or_else(|| locklab_models::units::parse(v).ok().map(|us| us as f64))
+                })
                 .unwrap_or(0.0)
         })
         .collect();

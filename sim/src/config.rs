@@ -1,26 +1,28 @@
-//! The simulator's options: realistic timings in milliseconds, fault rates,
-//! and the protocol knobs, with their defaults and validation, and their
-//! translation into the model's parameters (one tick = 1 ms).
+//! The simulator's options: realistic timings with units (`30s`, `200ms`,
+//! `0.2ms`, parsed exactly by `locklab_models::units`), fault rates, and the
+//! protocol knobs, with their defaults and validation, and their
+//! translation into the model's parameters (durations in µs).
 //!
 //! Every option has one name (its CLI name), used to parse it, to sweep it
 //! and to print the command that reruns a seed: the table [`OPTIONS`] is the
 //! only place that knows how to read and write each one.
 
 use locklab_models::faults::{FaultKind, UNLIMITED};
-use locklab_models::params::{MAX_TICKS, PARAMS};
+use locklab_models::params::{MAX_DURATION, Network, PARAMS};
 use locklab_models::params::{ResourceCheck, TokenRule};
-use locklab_models::protocols::{self, Protocol, Service};
+use locklab_models::protocols::{self, Protocol};
+use locklab_models::time::{MS, Micros, SEC};
+use locklab_models::units;
 use locklab_models::{Budgets, LockModel, Params};
 use serde::{Deserialize, Serialize};
 
-/// How the simulator chooses among the steps that can happen at one instant.
+/// How the simulator chooses among steps due at the same instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheduler {
-    /// Uniformly at random among every step due now.
+    /// Uniformly at random among every step due at the earliest time.
     Random,
-    /// Always the first: the model's due steps in its fixed order, then the
-    /// environment's events by their time.
+    /// Always the first: the model's steps in its fixed order.
     Ordered,
 }
 
@@ -33,8 +35,9 @@ impl Scheduler {
     }
 }
 
-/// Every option of a simulation. Durations are milliseconds; rates are
-/// events per second of simulated time, per target (client, server or node).
+/// Every option of a simulation. Durations are µs (given with units);
+/// rates are events per second of simulated time, per target (client,
+/// server or node).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SimConfig {
@@ -44,35 +47,48 @@ pub struct SimConfig {
     /// Acquisitions each client makes in one run.
     pub acquisitions: u8,
     /// Lock TTL (`PX`; for the watchdog, Redisson's `lockWatchdogTimeout`).
-    pub ttl: u32,
+    pub ttl: Micros,
     /// Watchdog renewal period as a fraction of the TTL (Redisson: 1/3).
     pub renew_ratio: f64,
     /// Client request timeout.
-    pub timeout: u32,
+    pub timeout: Micros,
     /// Mean think time before each acquisition (exponential).
-    pub think: f64,
+    pub think: Micros,
     /// Retry backoff after a failed acquisition, uniform in `min..=max`.
-    pub backoff_min: u32,
-    pub backoff_max: u32,
-    /// Critical-section work time, log-normal by its median and 99th percentile.
-    pub work_p50: f64,
-    pub work_p99: f64,
-    /// One-way network latency, log-normal.
-    pub latency_p50: f64,
-    pub latency_p99: f64,
-    /// Replication lag of each write from a primary to its replica,
-    /// log-normal (replicated protocols only).
-    pub repl_lag_p50: f64,
-    pub repl_lag_p99: f64,
+    pub backoff_min: Micros,
+    pub backoff_max: Micros,
+    /// Critical-section work: always inside `work_min..=work_max` (the
+    /// model's window) unless the `slow` fault is on; drawn log-normal by
+    /// its median and 99th percentile.
+    pub work_min: Micros,
+    pub work_max: Micros,
+    pub work_p50: Micros,
+    pub work_p99: Micros,
+    /// One-way network latency (and a replica's apply lag): inside
+    /// `latency_min..=latency_max` unless the `delay` fault is on;
+    /// log-normal.
+    pub latency_min: Micros,
+    pub latency_max: Micros,
+    pub latency_p50: Micros,
+    pub latency_p99: Micros,
+    /// A client's reaction to a reply, a timer or the end of its work:
+    /// uniform in `0..=step`.
+    pub step: Micros,
     /// Probability that a message is lost.
     pub loss: f64,
+    /// Fault `delay`: a latency drawn past `latency_max` holds the message
+    /// back that long (a `Delay` step) instead of being cut to the maximum.
+    pub delay: bool,
+    /// Fault `slow`: a work time drawn past `work_max` runs that long (a
+    /// `Slow` step) instead of being cut to the maximum.
+    pub slow: bool,
     /// Process pauses (GC, VM freeze) per second per client, and their
     /// duration, log-normal.
     pub pause_rate: f64,
-    pub pause_p50: f64,
-    pub pause_p99: f64,
+    pub pause_p50: Micros,
+    pub pause_p99: Micros,
     /// Size of a wall-clock jump (forward or backward, even odds).
-    pub jump: u32,
+    pub jump: Micros,
     /// Clock jumps per second per node (each server; each client too when
     /// the protocol reads client clocks).
     pub jump_rate: f64,
@@ -82,8 +98,8 @@ pub struct SimConfig {
     pub restart_rate: f64,
     /// Failovers per second per primary.
     pub failover_rate: f64,
-    /// Watchdog: stop renewing after this many ms of renewals.
-    pub renew_cap: Option<u32>,
+    /// Watchdog: stop renewing after this long of renewals.
+    pub renew_cap: Option<Micros>,
     /// Watchdog bug: renew with a plain `PEXPIRE`.
     pub renew_unchecked: bool,
     /// Watchdog bug: the renewal is never cancelled.
@@ -92,9 +108,10 @@ pub struct SimConfig {
     pub instances: Option<u8>,
     /// Redlock: votes needed (default N/2+1).
     pub quorum: Option<u8>,
-    /// Redlock: clock-drift allowance (default 1% of the TTL + 2 ms).
-    pub drift: Option<u32>,
-    /// A restarted Redis stays unavailable for TTL+1 ms.
+    /// Redlock: clock-drift factor in parts per million (default 10000:
+    /// 1% of the TTL, plus 2 ms).
+    pub drift_factor_ppm: Option<u32>,
+    /// A restarted Redis stays unavailable for a TTL.
     pub delayed_restart: bool,
     /// Where the resource checks fencing tokens (default: the protocol's).
     pub resource_check: Option<ResourceCheck>,
@@ -102,36 +119,44 @@ pub struct SimConfig {
     pub token_rule: Option<TokenRule>,
     /// etcd 3.4: no re-check of the own key after waiting.
     pub no_recheck: bool,
+    /// How the network orders messages (default: fifo, one TCP connection).
+    pub network: Network,
     /// A run stops at this simulated time (a client starved by a lock that
     /// never expires would otherwise retry forever).
-    pub horizon: u32,
+    pub horizon: Micros,
     pub scheduler: Scheduler,
 }
 
 impl SimConfig {
-    /// The defaults (sources in `docs/simulation.md`).
+    /// The defaults (sources in `docs/simulation.md`): the checker's
+    /// windows (`Params::defaults`), with distributions inside them.
     pub fn defaults(protocol: &str) -> SimConfig {
         SimConfig {
             protocol: protocol.to_string(),
             clients: 2,
             acquisitions: 4,
-            ttl: 30_000,
+            ttl: 30 * SEC,
             renew_ratio: 1.0 / 3.0,
-            timeout: 1_000,
-            think: 100.0,
-            backoff_min: 50,
-            backoff_max: 250,
-            work_p50: 300.0,
-            work_p99: 3_000.0,
-            latency_p50: 0.5,
-            latency_p99: 5.0,
-            repl_lag_p50: 1.0,
-            repl_lag_p99: 100.0,
+            timeout: SEC,
+            think: 100 * MS,
+            backoff_min: 50 * MS,
+            backoff_max: 250 * MS,
+            work_min: 200 * MS,
+            work_max: 2 * SEC,
+            work_p50: 300 * MS,
+            work_p99: 1_500 * MS,
+            latency_min: 200,
+            latency_max: 5 * MS,
+            latency_p50: 500,
+            latency_p99: 2 * MS,
+            step: MS,
             loss: 1e-4,
+            delay: false,
+            slow: false,
             pause_rate: 1.0,
-            pause_p50: 20.0,
-            pause_p99: 2_000.0,
-            jump: 10_000,
+            pause_p50: 20 * MS,
+            pause_p99: 2 * SEC,
+            jump: 10 * SEC,
             jump_rate: 1e-4,
             crash_rate: 1e-4,
             restart_rate: 1e-5,
@@ -141,12 +166,13 @@ impl SimConfig {
             no_cancel: false,
             instances: None,
             quorum: None,
-            drift: None,
+            drift_factor_ppm: None,
             delayed_restart: false,
             resource_check: None,
             token_rule: None,
             no_recheck: false,
-            horizon: 600_000,
+            network: Network::Fifo,
+            horizon: 600 * SEC,
             scheduler: Scheduler::Random,
         }
     }
@@ -161,7 +187,7 @@ impl SimConfig {
         })
     }
 
-    /// The fault kind each rate drives, with its rate.
+    /// The fault kinds driven by a rate, with their rate.
     pub fn rates(&self) -> [(FaultKind, f64); 6] {
         [
             (FaultKind::Pause, self.pause_rate),
@@ -173,10 +199,16 @@ impl SimConfig {
         ]
     }
 
-    /// Whether fault kind `k` strikes in this simulation: its rate is above
-    /// 0 and the protocol's lock service can suffer it.
+    /// Whether fault kind `k` strikes in this simulation: it is switched on
+    /// (a rate above 0, or the `delay`/`slow` flag) and the protocol's lock
+    /// service can suffer it.
     pub fn fault_on(&self, proto: &dyn Protocol, k: FaultKind) -> bool {
-        proto.faults().contains(&k) && self.rates().iter().any(|(x, r)| *x == k && *r > 0.0)
+        let on = match k {
+            FaultKind::Delay => self.delay,
+            FaultKind::Slow => self.slow,
+            _ => self.rates().iter().any(|(x, r)| *x == k && *r > 0.0),
+        };
+        on && proto.faults().contains(&k)
     }
 
     /// Checks every value; the message names the option and what is allowed.
@@ -189,7 +221,6 @@ impl SimConfig {
             ("crash-rate", self.crash_rate),
             ("restart-rate", self.restart_rate),
             ("failover-rate", self.failover_rate),
-            ("think", self.think),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(format!(
@@ -204,36 +235,43 @@ impl SimConfig {
                 self.loss
             ));
         }
-        for (what, p50, p99) in [
-            ("work", self.work_p50, self.work_p99),
-            ("latency", self.latency_p50, self.latency_p99),
-            ("repl-lag", self.repl_lag_p50, self.repl_lag_p99),
-            ("pause", self.pause_p50, self.pause_p99),
-        ] {
-            if !p50.is_finite() || p50 <= 0.0 || p50 > MAX_TICKS as f64 {
-                return Err(format!(
-                    "--{what}-p50 {p50} is out of range: the median must be above 0 and at most {MAX_TICKS} ms"
-                ));
+        let dur = |name: &str, v: Micros, lo: Micros| -> Result<(), String> {
+            if v < lo || v > MAX_DURATION {
+                Err(format!(
+                    "--{name} {} is out of range: allowed {} ..= {}",
+                    units::show(v),
+                    units::show(lo),
+                    units::show(MAX_DURATION)
+                ))
+            } else {
+                Ok(())
             }
-            if !p99.is_finite() || p99 > MAX_TICKS as f64 {
-                return Err(format!(
-                    "--{what}-p99 {p99} is out of range: at most {MAX_TICKS} ms"
-                ));
-            }
-            if p99 < p50 {
-                return Err(format!(
-                    "--{what}-p99 {p99} is below --{what}-p50 {p50}: the 99th percentile cannot be below the median"
-                ));
-            }
-        }
-        if self.backoff_min < 1 {
-            return Err("--backoff-min 0 is out of range: at least 1 ms".into());
-        }
+        };
+        dur("think", self.think, 0)?;
+        dur("backoff-min", self.backoff_min, 0)?;
         if self.backoff_max < self.backoff_min {
             return Err(format!(
                 "--backoff-max {} is below --backoff-min {}",
-                self.backoff_max, self.backoff_min
+                units::show(self.backoff_max),
+                units::show(self.backoff_min)
             ));
+        }
+        dur("backoff-max", self.backoff_max, 0)?;
+        dur("horizon", self.horizon, MS)?;
+        for (what, p50, p99) in [
+            ("work", self.work_p50, self.work_p99),
+            ("latency", self.latency_p50, self.latency_p99),
+            ("pause", self.pause_p50, self.pause_p99),
+        ] {
+            dur(&format!("{what}-p50"), p50, 1)?;
+            dur(&format!("{what}-p99"), p99, 1)?;
+            if p99 < p50 {
+                return Err(format!(
+                    "--{what}-p99 {} is below --{what}-p50 {}: the 99th percentile cannot be below the median",
+                    units::show(p99),
+                    units::show(p50)
+                ));
+            }
         }
         if !self.renew_ratio.is_finite() || self.renew_ratio <= 0.0 || self.renew_ratio > 10.0 {
             return Err(format!(
@@ -241,48 +279,37 @@ impl SimConfig {
                 self.renew_ratio
             ));
         }
-        // The model bounds clock readings by the jump size times the fault
-        // budget (255 for the simulator): keep that inside an i32.
-        if self.jump > MAX_JUMP {
-            return Err(format!(
-                "--jump {} is out of range: allowed 1..={MAX_JUMP} ms",
-                self.jump
-            ));
-        }
-        if self.horizon < 1 || self.horizon > MAX_TICKS {
-            return Err(format!(
-                "--horizon {} is out of range: allowed 1..={MAX_TICKS} ms",
-                self.horizon
-            ));
-        }
         self.model().map(|_| ())
     }
 
-    /// The model this configuration runs: the protocol's rules in simulator
-    /// mode (open timing), one tick = 1 ms, unlimited budgets for the fault
-    /// kinds that strike.
+    /// The model this configuration runs: the protocol's rules with the
+    /// simulator's windows, unlimited budgets for the fault kinds that
+    /// strike (the simulator draws them by rate), no cap on their number.
     pub fn model(&self) -> Result<LockModel, String> {
         let proto = self.proto()?;
         let mut p = Params::defaults(proto);
         p.clients = self.clients;
         p.acquisitions = self.acquisitions;
         p.ttl = self.ttl;
-        // Under open timing the simulator says when work ends.
-        p.work = 0;
+        p.work_min = self.work_min;
+        p.work_max = self.work_max;
+        p.latency_min = self.latency_min;
+        p.latency_max = self.latency_max;
+        p.step = self.step;
         p.timeout = self.timeout;
+        // The model's backoff floor: the simulator draws it from here on.
         p.retry = self.backoff_min;
         p.pause_max = None;
         p.delay_max = None;
         p.jump = self.jump;
         p.faults = Budgets::none();
-        for (k, _) in self.rates() {
+        for k in FaultKind::LOCK_SIDE {
             if self.fault_on(proto, k) {
                 p.faults.set(k, UNLIMITED);
             }
         }
         p.max_faults = None;
-        p.renew_every =
-            ((self.ttl as f64 * self.renew_ratio + 0.5) as u64).clamp(1, MAX_TICKS as u64) as u32;
+        p.renew_every = ((self.ttl as f64 * self.renew_ratio + 0.5) as i64).clamp(1, MAX_DURATION);
         p.renew_cap = self.renew_cap;
         p.renew_unchecked = self.renew_unchecked;
         p.no_cancel = self.no_cancel;
@@ -293,9 +320,8 @@ impl SimConfig {
         if let Some(q) = self.quorum {
             p.quorum = q;
         }
-        if proto.service() == Service::Instances {
-            // redlock-rb, redlock-py and node-redlock: 1% of the TTL + 2 ms.
-            p.drift = self.drift.unwrap_or(self.ttl / 100 + 2);
+        if let Some(d) = self.drift_factor_ppm {
+            p.drift_factor_ppm = d;
         }
         p.delayed_restart = self.delayed_restart;
         if let Some(c) = self.resource_check {
@@ -305,7 +331,7 @@ impl SimConfig {
             p.token_rule = r;
         }
         p.no_recheck = self.no_recheck;
-        p.open_timing = true;
+        p.network = self.network;
         LockModel::new(proto, p).map_err(|e| e.0)
     }
 
@@ -344,14 +370,13 @@ impl SimConfig {
     }
 }
 
-/// Largest clock jump: 255 (the simulator's unlimited budget) times it must
-/// fit the model's 32-bit clock readings.
-pub const MAX_JUMP: u32 = 8_000_000;
-
-/// Whether an option is a number that can be swept, a switch, or a choice.
+/// What an option holds: a number or a duration that can be swept, a
+/// duration range, a switch, or a choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Number,
+    Duration,
+    Range,
     Flag,
     Choice,
 }
@@ -378,17 +403,28 @@ fn real(name: &str, v: &str) -> Result<f64, String> {
     }
 }
 
-const MS: &str = "a whole number of milliseconds (0 or more)";
+fn duration(name: &str, v: &str) -> Result<Micros, String> {
+    units::parse(v).map_err(|e| format!("--{name}: {e}"))
+}
+
+fn range(name: &str, v: &str) -> Result<(Micros, Micros), String> {
+    units::parse_range(v).map_err(|e| format!("--{name}: {e}"))
+}
+
+fn show_range(lo: Micros, hi: Micros) -> String {
+    format!("{}..{}", units::arg(lo), units::arg(hi))
+}
+
 const COUNT: &str = "a whole number (0 to 255)";
 
-macro_rules! ms {
+macro_rules! dur {
     ($name:literal, $f:ident) => {
         Opt {
             name: $name,
-            kind: Kind::Number,
-            get: |c| c.$f.to_string(),
+            kind: Kind::Duration,
+            get: |c| units::arg(c.$f),
             set: |c, v| {
-                c.$f = num($name, v, MS)?;
+                c.$f = duration($name, v)?;
                 Ok(())
             },
         }
@@ -454,33 +490,64 @@ pub static OPTIONS: &[Opt] = &[
             Ok(())
         },
     },
-    ms!("ttl", ttl),
+    dur!("ttl", ttl),
     real!("renew-ratio", renew_ratio),
-    ms!("timeout", timeout),
-    real!("think", think),
-    ms!("backoff-min", backoff_min),
-    ms!("backoff-max", backoff_max),
-    real!("work-p50", work_p50),
-    real!("work-p99", work_p99),
-    real!("latency-p50", latency_p50),
-    real!("latency-p99", latency_p99),
-    real!("repl-lag-p50", repl_lag_p50),
-    real!("repl-lag-p99", repl_lag_p99),
+    dur!("timeout", timeout),
+    dur!("think", think),
+    dur!("backoff-min", backoff_min),
+    dur!("backoff-max", backoff_max),
+    Opt {
+        name: "work",
+        kind: Kind::Range,
+        get: |c| show_range(c.work_min, c.work_max),
+        set: |c, v| {
+            (c.work_min, c.work_max) = range("work", v)?;
+            Ok(())
+        },
+    },
+    dur!("work-p50", work_p50),
+    dur!("work-p99", work_p99),
+    Opt {
+        name: "latency",
+        kind: Kind::Range,
+        get: |c| show_range(c.latency_min, c.latency_max),
+        set: |c, v| {
+            (c.latency_min, c.latency_max) = range("latency", v)?;
+            Ok(())
+        },
+    },
+    dur!("latency-p50", latency_p50),
+    dur!("latency-p99", latency_p99),
+    dur!("step", step),
     real!("loss", loss),
+    flag!("delay", delay),
+    flag!("slow", slow),
     real!("pause-rate", pause_rate),
-    real!("pause-p50", pause_p50),
-    real!("pause-p99", pause_p99),
-    ms!("jump", jump),
+    dur!("pause-p50", pause_p50),
+    dur!("pause-p99", pause_p99),
+    dur!("jump", jump),
     real!("jump-rate", jump_rate),
     real!("crash-rate", crash_rate),
     real!("restart-rate", restart_rate),
     real!("failover-rate", failover_rate),
-    maybe!("renew-cap", renew_cap, MS),
+    Opt {
+        name: "renew-cap",
+        kind: Kind::Duration,
+        get: |c| c.renew_cap.map(units::arg).unwrap_or_default(),
+        set: |c, v| {
+            c.renew_cap = Some(duration("renew-cap", v)?);
+            Ok(())
+        },
+    },
     flag!("renew-unchecked", renew_unchecked),
     flag!("no-cancel", no_cancel),
     maybe!("instances", instances, COUNT),
     maybe!("quorum", quorum, COUNT),
-    maybe!("drift", drift, MS),
+    maybe!(
+        "drift-factor-ppm",
+        drift_factor_ppm,
+        "a whole number of parts per million"
+    ),
     flag!("delayed-restart", delayed_restart),
     Opt {
         name: "resource-check",
@@ -492,16 +559,11 @@ pub static OPTIONS: &[Opt] = &[
                 .to_string()
         },
         set: |c, v| {
-            c.resource_check = Some(match v {
-                "none" => ResourceCheck::None,
-                "write" => ResourceCheck::Write,
-                "read-write" => ResourceCheck::ReadWrite,
-                _ => {
-                    return Err(format!(
-                        "--resource-check {v:?}: expected none, write or read-write"
-                    ));
-                }
-            });
+            let found = ResourceCheck::ALL.into_iter().find(|r| r.name() == v);
+            c.resource_check = Some(found.ok_or_else(|| {
+                let names: Vec<&str> = ResourceCheck::ALL.iter().map(|r| r.name()).collect();
+                format!("--resource-check {v:?}: expected {}", names.join(", "))
+            })?);
             Ok(())
         },
     },
@@ -527,7 +589,20 @@ pub static OPTIONS: &[Opt] = &[
         },
     },
     flag!("no-recheck", no_recheck),
-    ms!("horizon", horizon),
+    Opt {
+        name: "network",
+        kind: Kind::Choice,
+        get: |c| c.network.name().to_string(),
+        set: |c, v| {
+            c.network = match v {
+                "fifo" => Network::Fifo,
+                "unordered" => Network::Unordered,
+                _ => return Err(format!("--network {v:?}: expected fifo or unordered")),
+            };
+            Ok(())
+        },
+    },
+    dur!("horizon", horizon),
     Opt {
         name: "scheduler",
         kind: Kind::Choice,
@@ -553,7 +628,7 @@ pub fn option(name: &str) -> Option<&'static Opt> {
 pub fn sweepable() -> Vec<&'static str> {
     OPTIONS
         .iter()
-        .filter(|o| o.kind == Kind::Number)
+        .filter(|o| matches!(o.kind, Kind::Number | Kind::Duration))
         .map(|o| o.name)
         .collect()
 }
@@ -565,18 +640,14 @@ pub fn applies(name: &str, proto: &dyn Protocol) -> Result<(), String> {
     let fault = match name {
         "pause-rate" | "pause-p50" | "pause-p99" => Some(FaultKind::Pause),
         "loss" => Some(FaultKind::Loss),
+        "delay" => Some(FaultKind::Delay),
+        "slow" => Some(FaultKind::Slow),
         "jump" | "jump-rate" => Some(FaultKind::ClockJump),
         "crash-rate" => Some(FaultKind::Crash),
         "restart-rate" | "delayed-restart" => Some(FaultKind::Restart),
         "failover-rate" => Some(FaultKind::Failover),
         _ => None,
     };
-    if name.starts_with("repl-lag") && proto.service() != Service::Replicated {
-        return Err(format!(
-            "--{name} does not apply to {}: only a replicated lock service has a replica",
-            proto.name()
-        ));
-    }
     if let Some(k) = fault
         && !proto.faults().contains(&k)
     {
@@ -622,9 +693,12 @@ mod tests {
     #[test]
     fn cli_args_round_trip_through_set() {
         let mut c = SimConfig::defaults("redlock");
-        c.set("ttl", "12000").unwrap();
-        c.set("pause-p99", "0.1").unwrap();
-        c.set("pause-p50", "0.05").unwrap();
+        c.set("ttl", "12s").unwrap();
+        c.set("pause-p99", "0.1ms").unwrap();
+        c.set("pause-p50", "50us").unwrap();
+        c.set("work", "10ms..1.5s").unwrap();
+        c.set("network", "unordered").unwrap();
+        c.set("delay", "true").unwrap();
         c.set("renew-ratio", "0.3333").unwrap();
         c.set("instances", "3").unwrap();
         c.set("delayed-restart", "true").unwrap();
@@ -653,10 +727,11 @@ mod tests {
                 .contains("--pause-rate -1 is negative")
         );
         let mut c = SimConfig::defaults("watchdog");
-        c.pause_p99 = 5.0;
+        c.pause_p99 = 5 * MS;
         assert!(c.validate().unwrap_err().contains("below --pause-p50"));
         let mut c = SimConfig::defaults("watchdog");
-        assert!(c.set("ttl", "-5").unwrap_err().contains("whole number"));
+        assert!(c.set("ttl", "5").unwrap_err().contains("no unit"));
+        assert!(c.set("work", "2s..1s").unwrap_err().contains("empty"));
         c.ttl = 0;
         assert!(
             c.validate()

@@ -1,11 +1,12 @@
 //! The random quantities of a run, drawn from a seeded ChaCha8 stream.
 //!
-//! Durations are drawn as real numbers and rounded to whole milliseconds
-//! (one model tick). The generator's output is fixed by `rand_chacha` for
+//! Durations are drawn as real numbers of microseconds and rounded to whole
+//! microseconds (the model's resolution). The generator's output is fixed by `rand_chacha` for
 //! every platform, and the arithmetic here uses only the portable functions
 //! of [`crate::math`], so a seed means the same run everywhere.
 
 use crate::math::{Z99, exp, ln, normal_quantile};
+use locklab_models::time::Micros;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
@@ -34,56 +35,56 @@ impl Rng {
     }
 
     /// Uniform integer in `lo..=hi`.
-    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+    pub fn between(&mut self, lo: i64, hi: i64) -> i64 {
         if hi <= lo {
             return lo;
         }
         // Multiply-shift: unbiased enough for spans far below 2^64.
-        let span = hi - lo + 1;
-        lo + ((self.0.next_u64() as u128 * span as u128) >> 64) as u64
+        let span = (hi - lo) as u128 + 1;
+        lo + ((self.0.next_u64() as u128 * span) >> 64) as i64
     }
 
     /// Uniform index below `n` (`n > 0`).
     pub fn index(&mut self, n: usize) -> usize {
-        self.between(0, n as u64 - 1) as usize
+        self.between(0, n as i64 - 1) as usize
     }
 
-    /// Exponentially distributed with this mean, in whole milliseconds.
-    pub fn exponential(&mut self, mean_ms: f64) -> u64 {
-        to_ms(-ln(self.unit()) * mean_ms)
+    /// Exponentially distributed with this mean (µs), in whole µs.
+    pub fn exponential(&mut self, mean_us: f64) -> Micros {
+        to_us(-ln(self.unit()) * mean_us)
     }
 
     /// The waiting time to the next event of a Poisson process with `rate`
-    /// events per second, in whole milliseconds (at least 1); `None` when
-    /// the rate is 0.
-    pub fn arrival(&mut self, rate_per_s: f64) -> Option<u64> {
-        (rate_per_s > 0.0).then(|| self.exponential(1000.0 / rate_per_s).max(1))
+    /// events per second, in whole µs (at least 1); `None` when the rate
+    /// is 0.
+    pub fn arrival(&mut self, rate_per_s: f64) -> Option<Micros> {
+        (rate_per_s > 0.0).then(|| self.exponential(1e6 / rate_per_s).max(1))
     }
 
-    /// A draw from `d`, in whole milliseconds.
-    pub fn sample(&mut self, d: &LogNormal) -> u64 {
+    /// A draw from `d`, in whole µs.
+    pub fn sample(&mut self, d: &LogNormal) -> Micros {
         if d.sigma == 0.0 {
-            return to_ms(d.median);
+            return to_us(d.median);
         }
-        to_ms(d.median * exp(d.sigma * normal_quantile(self.unit())))
+        to_us(d.median * exp(d.sigma * normal_quantile(self.unit())))
     }
 }
 
 /// Longest duration a draw can produce (the model's largest duration).
-pub const MAX_MS: u64 = locklab_models::params::MAX_TICKS as u64;
+pub const MAX_US: Micros = locklab_models::params::MAX_DURATION;
 
-fn to_ms(x: f64) -> u64 {
+fn to_us(x: f64) -> Micros {
     if x.is_nan() || x <= 0.0 {
         0
-    } else if x >= MAX_MS as f64 {
-        MAX_MS
+    } else if x >= MAX_US as f64 {
+        MAX_US
     } else {
-        (x + 0.5) as u64
+        (x + 0.5) as Micros
     }
 }
 
-/// A log-normal distribution given by its median and 99th percentile: most
-/// values near the median, a long tail to the right.
+/// A log-normal distribution given by its median and 99th percentile (in
+/// µs): most values near the median, a long tail to the right.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LogNormal {
     pub median: f64,
@@ -116,22 +117,22 @@ mod tests {
 
     #[test]
     fn lognormal_percentiles_come_out_where_they_were_put() {
-        let d = LogNormal::from_percentiles(20.0, 2000.0);
+        let d = LogNormal::from_percentiles(20_000.0, 2_000_000.0);
         let mut r = Rng::new(1);
-        let mut xs: Vec<u64> = (0..200_000).map(|_| r.sample(&d)).collect();
+        let mut xs: Vec<i64> = (0..200_000).map(|_| r.sample(&d)).collect();
         xs.sort();
         let p50 = xs[xs.len() / 2] as f64;
         let p99 = xs[xs.len() * 99 / 100] as f64;
-        assert!((p50 - 20.0).abs() <= 1.0, "p50 {p50}");
-        assert!((p99 / 2000.0 - 1.0).abs() < 0.05, "p99 {p99}");
+        assert!((p50 / 20_000.0 - 1.0).abs() < 0.02, "p50 {p50}");
+        assert!((p99 / 2_000_000.0 - 1.0).abs() < 0.05, "p99 {p99}");
     }
 
     #[test]
     fn exponential_has_its_mean_and_uniform_stays_in_range() {
         let mut r = Rng::new(3);
         let n = 100_000;
-        let mean = (0..n).map(|_| r.exponential(100.0)).sum::<u64>() as f64 / n as f64;
-        assert!((mean - 100.0).abs() < 2.0, "mean {mean}");
+        let mean = (0..n).map(|_| r.exponential(100_000.0)).sum::<i64>() as f64 / n as f64;
+        assert!((mean / 100_000.0 - 1.0).abs() < 0.02, "mean {mean}");
         for _ in 0..10_000 {
             let x = r.between(50, 250);
             assert!((50..=250).contains(&x));

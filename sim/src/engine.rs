@@ -1,36 +1,48 @@
-//! One simulated run: the model's own rules, driven by a seeded random
-//! environment.
+//! One simulated run: the model's own rules on the concrete engine, driven
+//! by a seeded random environment.
 //!
-//! The model decides everything it times itself (key expiry, request
-//! timeouts, retry backoff floors, watchdog timers) and which steps are due;
-//! the simulator decides what the environment does and when: how long each
-//! message travels and whether it is lost, how long each critical section
-//! works, when each client starts an acquisition, and when faults strike. It
-//! keeps those decisions as timed events and drives the model with the
-//! model's own actions only, so every run is a path the checker could have
-//! taken and its trace replays.
+//! The model says which steps are enabled, from when (each step's guard)
+//! and by when something must happen (the state's deadlines); the
+//! simulator only says *when* inside those windows each pending event
+//! happens, and which faults strike. It takes every step through
+//! [`LockModel::cstep`] at an exact time (whole µs), so every run is a path
+//! the checker could take and its trace replays with `trace::validate`.
 //!
-//! The loop, at the current instant:
-//! 1. the candidates are the model's urgent steps plus every environment
-//!    event that is due and that the model allows now; the scheduler picks
-//!    one (at random, or the first) and it is applied;
-//! 2. when there is none, time jumps straight to the earlier of the model's
-//!    next deadline and the next event, in one `Tick`.
+//! Each pending event gets a planned time when it first appears:
+//! * a message: a latency drawn log-normal, kept inside the model's window
+//!   `[latency_min, latency_max]` (plus the receiver's reaction, uniform in
+//!   `[0, step]`, for a reply handled on arrival). With the `delay` fault
+//!   on, a draw past the maximum holds the message back (a `Delay` step at
+//!   the maximum, then the arrival at the drawn time); with `loss`, a drawn
+//!   share of messages is lost (a `Drop` step) instead of arriving;
+//! * a client's work: drawn log-normal inside `[work_min, work_max]`; with
+//!   the `slow` fault, a draw past the maximum turns the work slow (a `Slow`
+//!   step at the maximum) and it ends at the drawn time;
+//! * a client's reaction (a decision, the release, a timeout's handling,
+//!   a renewal): uniform in `[0, step]` after its window opens;
+//! * a start: exponential think time; a retry: uniform backoff;
+//! * a replica's apply: a latency draw; a restarted server's return and a
+//!   session's expiry: exactly when the model says.
 //!
-//! After each step the simulator schedules what the new state calls for (a
-//! message just sent gets its arrival, a client that just entered its
-//! critical section gets its end of work, an idle client gets its start)
-//! and checks every invariant.
+//! Faults (pause, crash, clock jump, restart, failover) strike as Poisson
+//! processes at their rates, one per target; a pause lasts a log-normal
+//! draw. A planned time is always clamped into its event's window, so no
+//! deadline is ever missed. The next step is the earliest planned one (ties
+//! broken by the scheduler); after each step every invariant is checked.
 
 use crate::config::{Scheduler, SimConfig};
 use crate::dist::{LogNormal, Rng};
+use locklab_models::engine::concrete::CState;
+use locklab_models::engine::solve::Rational;
+use locklab_models::model::Enabled;
 use locklab_models::protocols::Service;
-use locklab_models::world::{Chan, Log, Msg, Node, Phase, Role, World};
+use locklab_models::time::{Clk, Micros};
+use locklab_models::world::{Log, Msg, Node, Phase, Wait, WaitKind};
 use locklab_models::{Action, FaultKind, Invariant, LockModel};
 
 /// Steps after which a run is cut (far beyond any run the horizon allows;
 /// a guard against a model that stops advancing time).
-const STEP_CAP: u64 = 20_000_000;
+const STEP_CAP: u64 = 5_000_000;
 
 /// What every run of one configuration shares.
 pub struct Plan {
@@ -40,8 +52,6 @@ pub struct Plan {
     pub applies: [bool; Invariant::ALL.len()],
     work: LogNormal,
     latency: LogNormal,
-    repl_lag: LogNormal,
-    replicated: bool,
     pause: LogNormal,
     on: [bool; FaultKind::ALL.len()],
     /// Redis servers a failover can strike.
@@ -62,14 +72,13 @@ impl Plan {
             Service::Instances => (0..m.params.instances).collect(),
             Service::Single | Service::Consensus | Service::Nothing => vec![],
         };
+        let ln = |p50: Micros, p99: Micros| LogNormal::from_percentiles(p50 as f64, p99 as f64);
         Ok(Plan {
             cfg: cfg.clone(),
             applies: Invariant::ALL.map(|i| i.applies(&m)),
-            work: LogNormal::from_percentiles(cfg.work_p50, cfg.work_p99),
-            latency: LogNormal::from_percentiles(cfg.latency_p50, cfg.latency_p99),
-            repl_lag: LogNormal::from_percentiles(cfg.repl_lag_p50, cfg.repl_lag_p99),
-            replicated: proto.service() == Service::Replicated,
-            pause: LogNormal::from_percentiles(cfg.pause_p50, cfg.pause_p99),
+            work: ln(cfg.work_p50, cfg.work_p99),
+            latency: ln(cfg.latency_p50, cfg.latency_p99),
+            pause: ln(cfg.pause_p50, cfg.pause_p99),
             on,
             failover_targets,
             m,
@@ -96,8 +105,8 @@ pub struct Break {
     pub acquisitions: u32,
     /// Steps taken, the violating one included (its 1-based index).
     pub step: u64,
-    /// Simulated time, ms.
-    pub at_ms: u64,
+    /// Simulated time, µs.
+    pub at_us: Micros,
 }
 
 /// What one run did.
@@ -107,86 +116,95 @@ pub struct RunResult {
     /// the same round do not count again).
     pub acquisitions: u32,
     pub steps: u64,
-    pub sim_ms: u64,
+    /// Simulated time at the end of the run, µs.
+    pub sim_us: Micros,
     /// Stopped before every client was done: at the horizon, at the step
     /// cap, or stuck with nothing left that could happen.
     pub cut: bool,
+    /// Faults that struck (steps that spend a fault budget).
+    pub faults: u64,
     /// Per entry of `Invariant::ALL`: its first violation.
     pub broke: [Option<Break>; Invariant::ALL.len()],
-    /// Every action applied, when recording.
-    pub path: Vec<Action>,
+    /// Every step taken and its time (µs), when recording.
+    pub path: Vec<(Action, Micros)>,
 }
 
-/// An environment event and the model action it becomes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Ev {
-    /// An idle client begins (or retries) an acquisition.
-    Start(u8),
-    /// A client's critical-section work is done.
-    Finish(u8),
-    /// A paused client resumes.
-    Resume(u8),
-    /// A message reaches its receiver.
-    Arrive(Msg),
-    /// A message is lost instead.
-    Lose(Msg),
-    /// The replica applies the next write of this primary's stream.
-    Replicate(u8),
-    /// A fault strikes: Pause, Crash, ClockJump, Restart or Failover.
-    Fault(Action),
+/// The planned time of a thread's pending step: which wait it is for
+/// (kind, late, when its clock was armed) and when it happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ThreadPlan {
+    ident: (WaitKind, bool, Micros),
+    at: Micros,
 }
 
-impl Ev {
-    fn action(self) -> Action {
-        match self {
-            Ev::Start(client) => Action::Step { client },
-            Ev::Finish(client) => Action::Finish { client },
-            Ev::Resume(client) => Action::Resume { client },
-            Ev::Arrive(msg) => Action::Deliver { msg },
-            Ev::Lose(msg) => Action::Drop { msg },
-            Ev::Replicate(server) => Action::Replicate { server },
-            Ev::Fault(a) => a,
-        }
-    }
-    fn client(self) -> Option<u8> {
-        match self {
-            Ev::Start(c) | Ev::Finish(c) => Some(c),
-            _ => None,
-        }
-    }
+/// The fate of one message in flight.
+#[derive(Clone, Copy, Debug)]
+struct MsgPlan {
+    /// The packet, without what changes while it travels.
+    pkt: Msg,
+    /// When it was sent.
+    sent: Micros,
+    /// When it arrives (or is lost).
+    at: Micros,
+    lose: bool,
+    /// Held past the longest latency by a `delay` fault.
+    tail: bool,
+    seen: bool,
 }
 
+/// A step the model times itself (a replica's apply, a server coming back,
+/// a session expiring), keyed by its clock's arming time.
+#[derive(Clone, Copy, Debug)]
+struct OtherPlan {
+    action: Action,
+    born: Micros,
+    at: Micros,
+    seen: bool,
+}
+
+/// A fault due at a time.
 #[derive(Clone, Copy, Debug)]
 struct Timed {
-    at: u64,
-    seq: u64,
-    ev: Ev,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Cand {
-    Model(Action),
-    Event(usize),
+    at: Micros,
+    action: Action,
 }
 
 /// Runs seeds of one plan, reusing its buffers from run to run.
 pub struct Runner<'p> {
     plan: &'p Plan,
     rng: Rng,
-    w: World,
-    now: u64,
-    seq: u64,
-    events: Vec<Timed>,
-    enabled: Vec<Action>,
-    cands: Vec<Cand>,
-    due: Vec<(u64, u64, usize)>,
-    matched: Vec<bool>,
+    s: CState,
+    now: Micros,
+    enabled: Vec<Enabled>,
+    threads: Vec<Option<ThreadPlan>>,
+    wds: Vec<Option<ThreadPlan>>,
+    /// Per client: when its slow work ends.
+    slow_end: Vec<Option<Micros>>,
+    /// Per client: when its pause ends.
+    resume_at: Vec<Option<Micros>>,
+    msgs: Vec<MsgPlan>,
+    others: Vec<OtherPlan>,
+    faults: Vec<Timed>,
+    cands: Vec<(Micros, Cand)>,
     /// Per client: the round whose first attempt has begun.
     started: Vec<Option<u8>>,
-    /// Per client: when its current pause began.
-    paused_at: Vec<u64>,
     record: bool,
+    /// The last step taken, for diagnostics.
+    last: Option<(Action, Micros)>,
     out: RunResult,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Cand {
+    /// A model step.
+    Step(Action),
+    /// The fault event at this index.
+    Fault(usize),
+}
+
+fn integer(r: Rational) -> Micros {
+    debug_assert_eq!(r.den(), 1, "the simulator only takes steps at whole µs");
+    (r.num() / r.den()) as Micros
 }
 
 impl<'p> Runner<'p> {
@@ -194,46 +212,55 @@ impl<'p> Runner<'p> {
         Runner {
             plan,
             rng: Rng::new(0),
-            w: plan.m.init(),
+            s: plan.m.cinit(),
             now: 0,
-            seq: 0,
-            events: Vec::new(),
             enabled: Vec::new(),
+            threads: Vec::new(),
+            wds: Vec::new(),
+            slow_end: Vec::new(),
+            resume_at: Vec::new(),
+            msgs: Vec::new(),
+            others: Vec::new(),
+            faults: Vec::new(),
             cands: Vec::new(),
-            due: Vec::new(),
-            matched: Vec::new(),
             started: Vec::new(),
-            paused_at: Vec::new(),
             record: false,
+            last: None,
             out: RunResult::default(),
         }
     }
 
-    /// Runs the seed; with `record`, keeps every action in `path`.
+    /// Runs the seed; with `record`, keeps every step in `path`.
     pub fn run(&mut self, seed: u64, record: bool) -> RunResult {
         let n = self.plan.m.params.clients as usize;
         self.rng = Rng::new(seed);
-        self.w = self.plan.m.init();
+        self.s = self.plan.m.cinit();
         self.now = 0;
-        self.seq = 0;
-        self.events.clear();
+        for v in [&mut self.threads, &mut self.wds] {
+            v.clear();
+            v.resize(n, None);
+        }
+        for v in [&mut self.slow_end, &mut self.resume_at] {
+            v.clear();
+            v.resize(n, None);
+        }
+        self.msgs.clear();
+        self.others.clear();
+        self.faults.clear();
         self.started.clear();
         self.started.resize(n, None);
-        self.paused_at.clear();
-        self.paused_at.resize(n, 0);
         self.record = record;
+        self.last = None;
         self.out = RunResult::default();
         self.start_faults();
-        self.reconcile();
         self.check();
-        self.go();
-        self.out.sim_ms = self.now;
+        self.go(seed);
+        self.out.sim_us = self.now;
         std::mem::take(&mut self.out)
     }
 
-    fn go(&mut self) {
+    fn go(&mut self, seed: u64) {
         let p = self.plan;
-        let horizon = p.cfg.horizon as u64;
         loop {
             if self.all_broken() || self.finished() {
                 return;
@@ -242,62 +269,50 @@ impl<'p> Runner<'p> {
                 self.out.cut = true;
                 return;
             }
-            p.m.enabled(&self.w, &mut self.enabled);
-            self.settle_faults();
-            self.collect();
-            if self.cands.is_empty() {
-                let next_event = self
-                    .events
-                    .iter()
-                    .filter(|e| e.at > self.now)
-                    .map(|e| e.at)
-                    .min();
-                let deadline = self.deadline().map(|d| self.now + d as u64);
-                let Some(until) = [next_event, deadline].into_iter().flatten().min() else {
-                    // Nothing is due and nothing ever will be, yet some
-                    // client has not finished: the run is stuck.
-                    self.out.cut = true;
-                    return;
-                };
-                if until > horizon {
-                    self.out.cut = true;
-                    return;
-                }
-                let ticks = (until - self.now) as u32;
-                self.take(Action::Tick { ticks });
-                continue;
-            }
-            let pick = match p.cfg.scheduler {
-                Scheduler::Random => self.rng.index(self.cands.len()),
-                Scheduler::Ordered => 0,
+            p.m.enabled(&self.s.world, &mut self.enabled);
+            self.candidates();
+            let Some(t) = self.cands.iter().map(|c| c.0).min() else {
+                // Nothing is pending and nothing ever will be, yet some
+                // client has not finished: the run is stuck.
+                self.out.cut = true;
+                return;
             };
-            match self.cands[pick] {
-                Cand::Model(a) => self.take(a),
-                Cand::Event(i) => {
-                    let e = self.events.remove(i);
-                    self.fire(e.ev);
+            if t > p.cfg.horizon {
+                self.out.cut = true;
+                return;
+            }
+            let ties = self.cands.iter().filter(|c| c.0 == t).count();
+            let k = match p.cfg.scheduler {
+                Scheduler::Random if ties > 1 => self.rng.index(ties),
+                _ => 0,
+            };
+            let (_, cand) = *self
+                .cands
+                .iter()
+                .filter(|c| c.0 == t)
+                .nth(k)
+                .expect("k < ties");
+            match cand {
+                Cand::Step(a) => self.take(a, t, seed),
+                Cand::Fault(i) => {
+                    let e = self.faults.remove(i);
+                    if self.enabled.iter().any(|x| x.action == e.action) {
+                        self.take(e.action, t, seed);
+                        self.after_fault(e.action);
+                    } else {
+                        self.now = self.now.max(t);
+                        self.missed(e.action);
+                    }
                 }
             }
         }
     }
 
-    /// The model's next deadline. `enabled` offers time up to it as a
-    /// `Tick` when it is more than one tick away; only otherwise is it
-    /// computed again.
-    fn deadline(&self) -> Option<u32> {
-        let whole = self.enabled.iter().find_map(|a| match a {
-            Action::Tick { ticks } if *ticks > 1 => Some(*ticks),
-            _ => None,
-        });
-        whole.or_else(|| self.plan.m.next_deadline(&self.w))
-    }
-
     /// Every client is done or dead, nothing is in flight, no watchdog runs.
     fn finished(&self) -> bool {
-        self.w.net.is_empty()
-            && self
-                .w
-                .clients
+        let w = &self.s.world;
+        w.net.is_empty()
+            && w.clients
                 .iter()
                 .all(|c| (!c.alive || c.phase == Phase::Done) && c.wd.is_none())
     }
@@ -306,91 +321,73 @@ impl<'p> Runner<'p> {
         (0..Invariant::ALL.len()).all(|i| !self.plan.applies[i] || self.out.broke[i].is_some())
     }
 
-    /// Applies one model action and updates everything that follows from it.
-    fn take(&mut self, a: Action) {
+    fn born(&self, c: Clk) -> Micros {
+        integer(self.s.born[c.0 as usize])
+    }
+
+    /// Takes model step `a` at time `t` through the concrete engine.
+    fn take(&mut self, a: Action, t: Micros, seed: u64) {
         if let Action::Step { client } = a {
-            let c = &self.w.clients[client as usize];
+            let c = &self.s.world.clients[client as usize];
             if c.phase == Phase::Idle && self.started[client as usize] != Some(c.round) {
                 self.started[client as usize] = Some(c.round);
                 self.out.acquisitions += 1;
             }
         }
-        self.plan.m.apply(&mut self.w, &a, &mut Log::off());
+        let at = t.max(self.now);
+        self.s = match self
+            .plan
+            .m
+            .cstep(&self.s, &a, Rational::integer(at), &mut Log::off())
+        {
+            Ok(s) => s,
+            Err(e) => panic!(
+                "simulator bug (seed {seed}, step {}): {} at {at} µs refused by the model: {e} (the step before: {})",
+                self.out.steps + 1,
+                locklab_models::trace::action_text(&a),
+                self.last.map_or("none".into(), |(a, t)| format!(
+                    "{} at {t} µs",
+                    locklab_models::trace::action_text(&a)
+                ))
+            ),
+        };
+        self.now = at;
+        self.last = Some((a, at));
         self.out.steps += 1;
-        if let Action::Tick { ticks } = a {
-            self.now += ticks as u64;
+        if locklab_models::faults::kind_of(&a).is_some() {
+            self.out.faults += 1;
         }
         if self.record {
-            self.out.path.push(a);
-        }
-        if self.plan.replicated {
-            self.reconcile_replication();
-        }
-        // Time passing, pauses, resumes, clock jumps and the end of work
-        // neither send nor take messages nor change what a client is doing
-        // (its phase, whether it lives): nothing new to schedule.
-        if !matches!(
-            a,
-            Action::Tick { .. }
-                | Action::Pause { .. }
-                | Action::Resume { .. }
-                | Action::ClockJump { .. }
-                | Action::Finish { .. }
-        ) {
-            self.reconcile();
+            self.out.path.push((a, at));
         }
         self.check();
     }
 
-    /// An environment event is applied.
-    fn fire(&mut self, ev: Ev) {
-        self.take(ev.action());
-        match ev {
-            Ev::Fault(Action::Pause { client }) => {
-                self.paused_at[client as usize] = self.now;
+    /// What follows a fault that struck: a pause's end, the next strike.
+    fn after_fault(&mut self, a: Action) {
+        match a {
+            Action::Pause { client } => {
                 let d = self.rng.sample(&self.plan.pause);
-                self.schedule(d, Ev::Resume(client));
+                self.resume_at[client as usize] = Some(self.now + d);
             }
-            Ev::Resume(client) => {
-                // Work and think time do not progress while paused.
-                let d = self.now - self.paused_at[client as usize];
-                for e in self.events.iter_mut() {
-                    if e.ev.client() == Some(client) {
-                        e.at += d;
-                    }
-                }
-                self.next_fault(Action::Pause { client });
-            }
-            Ev::Fault(Action::Crash { .. }) => {}
-            Ev::Fault(a) => self.next_fault(a),
-            _ => {}
+            Action::Crash { .. } => {}
+            a => self.next_fault(a),
         }
     }
 
     /// A fault that is due but that the model does not offer now (its
-    /// target is down, dead, done, or a pause would change nothing).
+    /// target is down, dead, done, paused, or a pause would change
+    /// nothing): its process goes on.
     fn missed(&mut self, a: Action) {
         match a {
             Action::Pause { client } => {
-                let c = &self.w.clients[client as usize];
-                if !c.alive {
-                    return;
-                }
-                // An idle client with nothing in flight: the pause only
-                // postpones its next start.
-                let d = self.rng.sample(&self.plan.pause);
-                let until = self.now + d;
-                for e in self.events.iter_mut() {
-                    if e.ev == Ev::Start(client) && e.at < until {
-                        e.at = until;
-                    }
-                }
-                if let Some(gap) = self.rng.arrival(self.plan.cfg.pause_rate) {
-                    self.push(until + gap, Ev::Fault(a));
+                let c = &self.s.world.clients[client as usize];
+                if c.alive && c.paused.is_none() {
+                    self.next_fault(a);
                 }
             }
             Action::Crash { client } => {
-                if self.w.clients[client as usize].phase != Phase::Done {
+                if self.s.world.clients[client as usize].phase != Phase::Done {
                     self.next_fault(a);
                 }
             }
@@ -402,7 +399,7 @@ impl<'p> Runner<'p> {
     fn start_faults(&mut self) {
         let p = self.plan;
         let clients = p.m.params.clients;
-        let servers = self.w.redis.len() as u8;
+        let servers = self.s.world.redis.len() as u8;
         if p.on(FaultKind::Pause) {
             for client in 0..clients {
                 self.next_fault(Action::Pause { client });
@@ -455,235 +452,298 @@ impl<'p> Runner<'p> {
         let Some(gap) = self.rng.arrival(rate) else {
             return;
         };
-        let a = match a {
+        let action = match a {
             Action::ClockJump { node, .. } => {
-                let j = self.plan.m.params.jump as i32;
+                let j = self.plan.m.params.jump;
                 let by = if self.rng.chance(0.5) { j } else { -j };
                 Action::ClockJump { node, by }
             }
             other => other,
         };
-        self.schedule(gap, Ev::Fault(a));
-    }
-
-    fn schedule(&mut self, after: u64, ev: Ev) {
-        self.push(self.now + after, ev);
-    }
-
-    fn push(&mut self, at: u64, ev: Ev) {
-        self.seq += 1;
-        self.events.push(Timed {
-            at,
-            seq: self.seq,
-            ev,
+        self.faults.push(Timed {
+            at: self.now + gap,
+            action,
         });
     }
 
-    /// Due faults the model does not offer now are skipped (and their
-    /// process goes on); every other due event waits until the model allows it.
-    fn settle_faults(&mut self) {
-        let mut i = 0;
-        while i < self.events.len() {
-            let e = &self.events[i];
-            if e.at <= self.now
-                && let Ev::Fault(a) = e.ev
-                && !self.enabled.contains(&a)
-            {
-                self.events.remove(i);
-                self.missed(a);
-                continue;
-            }
-            i += 1;
-        }
+    /// A reaction time: uniform in `[0, step]`.
+    fn react(&mut self) -> Micros {
+        self.rng.between(0, self.plan.m.params.step)
     }
 
-    /// The model's urgent steps (in its order), then the due events it
-    /// allows (by time, then by when they were scheduled).
-    fn collect(&mut self) {
+    /// Every step that can happen next, with its planned time; plans are
+    /// made for new pending events and dropped for those that are gone.
+    fn candidates(&mut self) {
         self.cands.clear();
-        for a in &self.enabled {
-            if !urgent(&self.w, a) {
-                // `enabled` lists urgent steps first.
-                break;
-            }
-            self.cands.push(Cand::Model(*a));
-        }
-        self.due.clear();
-        for (i, e) in self.events.iter().enumerate() {
-            if e.at <= self.now && self.enabled.contains(&e.ev.action()) {
-                self.due.push((e.at, e.seq, i));
-            }
-        }
-        self.due.sort_unstable();
-        self.cands
-            .extend(self.due.iter().map(|(_, _, i)| Cand::Event(*i)));
-    }
-
-    /// Schedules what the state now calls for, and forgets events it no
-    /// longer has a use for.
-    fn reconcile(&mut self) {
-        let p = self.plan;
-        // Clients: a start for each idle one, an end of work for each one
-        // in its critical section.
-        let n = self.w.clients.len();
-        let mut has = [(false, false); 8];
-        let w = &self.w;
-        self.events.retain(|e| match e.ev {
-            Ev::Start(c) => {
-                let cl = &w.clients[c as usize];
-                let keep = cl.alive && cl.phase == Phase::Idle && cl.timer.is_some();
-                has[c as usize].0 |= keep;
-                keep
-            }
-            Ev::Finish(c) => {
-                let cl = &w.clients[c as usize];
-                let keep = cl.alive && cl.phase == Phase::Work && cl.timer.is_none();
-                has[c as usize].1 |= keep;
-                keep
-            }
-            _ => true,
-        });
-        for (c, (has_start, has_finish)) in has.into_iter().enumerate().take(n) {
-            let cl = &self.w.clients[c];
-            if !cl.alive {
-                continue;
-            }
-            let (phase, timer, round) = (cl.phase, cl.timer, cl.round);
-            if phase == Phase::Idle && timer.is_some() && !has_start {
-                let retry = self.started[c] == Some(round);
-                let d = if retry {
-                    self.rng
-                        .between(p.cfg.backoff_min as u64, p.cfg.backoff_max as u64)
-                } else {
-                    self.rng.exponential(p.cfg.think)
-                };
-                self.schedule(d, Ev::Start(c as u8));
-            }
-            if phase == Phase::Work && timer.is_none() && !has_finish {
-                let d = self.rng.sample(&p.work);
-                self.schedule(d, Ev::Finish(c as u8));
-            }
-        }
-        // Messages: each one in transit has exactly one arrival (or loss).
-        let gathers = p.m.proto.gathers_replies();
-        self.matched.clear();
-        self.matched.resize(self.w.net.len(), false);
-        let mut i = 0;
-        while i < self.events.len() {
-            let (Ev::Arrive(m) | Ev::Lose(m)) = self.events[i].ev else {
-                i += 1;
-                continue;
-            };
-            let found = self.w.net.iter().enumerate().position(|(j, x)| {
-                !self.matched[j] && in_transit(x, gathers) && same_packet(x, &m)
-            });
-            match found {
-                Some(j) => {
-                    self.matched[j] = true;
-                    // The sender may have given up on it meanwhile.
-                    let now = self.w.net[j];
-                    self.events[i].ev = match self.events[i].ev {
-                        Ev::Lose(_) => Ev::Lose(now),
-                        _ => Ev::Arrive(now),
+        let enabled = std::mem::take(&mut self.enabled);
+        for e in &enabled {
+            match e.action {
+                Action::Step { client } => {
+                    let c = client as usize;
+                    let Some(wait) = self.s.world.clients[c].wait else {
+                        continue;
                     };
-                    i += 1;
+                    let t = self.thread_time(c, wait, false);
+                    self.cands.push((t, Cand::Step(e.action)));
                 }
-                None => {
-                    self.events.remove(i);
+                Action::Watchdog { client } => {
+                    let c = client as usize;
+                    let Some(wd) = self.s.world.clients[c].wd else {
+                        continue;
+                    };
+                    let t = self.thread_time(c, wd.wait, true);
+                    self.cands.push((t, Cand::Step(e.action)));
                 }
-            }
-        }
-        let loss = p.on(FaultKind::Loss);
-        for j in 0..self.w.net.len() {
-            let msg = self.w.net[j];
-            if self.matched[j] || !in_transit(&msg, gathers) {
-                continue;
-            }
-            let d = self.rng.sample(&p.latency);
-            let ev = if loss && self.rng.chance(p.cfg.loss) {
-                Ev::Lose(msg)
-            } else {
-                Ev::Arrive(msg)
-            };
-            self.schedule(d, ev);
-        }
-    }
-
-    /// One pending replication per primary with writes its replica has
-    /// not applied (time passing can add one: a key expiring on the primary
-    /// replicates its `DEL`).
-    fn reconcile_replication(&mut self) {
-        for s in 0..self.w.redis.len() {
-            let server = s as u8;
-            let pending = self
-                .events
-                .iter()
-                .position(|e| e.ev == Ev::Replicate(server));
-            let n = &self.w.redis[s];
-            let replica_up = self
-                .w
-                .redis
-                .iter()
-                .any(|r| r.role == Role::Replica && r.is_up());
-            let wanted =
-                replica_up && n.role == Role::Primary && n.is_up() && !n.backlog.is_empty();
-            match (wanted, pending) {
-                (true, None) => {
-                    let d = self.rng.sample(&self.plan.repl_lag);
-                    self.schedule(d, Ev::Replicate(server));
+                Action::Resume { client } => {
+                    let at = *self.resume_at[client as usize].get_or_insert(self.now);
+                    self.cands.push((at.max(self.now), Cand::Step(e.action)));
                 }
-                (false, Some(i)) => {
-                    self.events.remove(i);
+                Action::Replicate { .. }
+                | Action::ComeUp { .. }
+                | Action::SessionExpires { .. }
+                | Action::Writer { .. } => {
+                    let t = self.other_time(e);
+                    self.cands.push((t, Cand::Step(e.action)));
                 }
+                // Messages are planned below; faults strike by rate.
                 _ => {}
             }
         }
+        self.others.retain(|o| o.seen);
+        for o in &mut self.others {
+            o.seen = false;
+        }
+        self.messages(&enabled);
+        self.enabled = enabled;
+        for (i, f) in self.faults.iter().enumerate() {
+            self.cands.push((f.at.max(self.now), Cand::Fault(i)));
+        }
+    }
+
+    /// When a thread's pending step happens (business thread, or watchdog
+    /// with `wd`), planned when its wait first appears.
+    fn thread_time(&mut self, c: usize, wait: Wait, wd: bool) -> Micros {
+        let p = self.plan;
+        let par = &p.m.params;
+        let born = self.born(wait.clk);
+        let ident = (wait.kind, wait.late, born);
+        let stored = if wd { self.wds[c] } else { self.threads[c] };
+        let at = match stored {
+            Some(tp) if tp.ident == ident => tp.at,
+            _ => {
+                let at = if wait.late {
+                    born + self.react()
+                } else {
+                    match wait.kind {
+                        WaitKind::Start => born + self.rng.exponential(p.cfg.think as f64),
+                        WaitKind::Backoff => {
+                            born + self.rng.between(p.cfg.backoff_min, p.cfg.backoff_max)
+                        }
+                        WaitKind::Reply => born + par.timeout + self.react(),
+                        WaitKind::Step => born + self.react(),
+                        WaitKind::Renewal => born + par.renew_every + self.react(),
+                        WaitKind::Work => {
+                            let d = self.rng.sample(&p.work);
+                            if d > par.work_max && p.on(FaultKind::Slow) {
+                                // Turns slow at its maximum, ends at the draw.
+                                self.slow_end[c] = Some(born + d);
+                                self.faults.push(Timed {
+                                    at: born + par.work_max,
+                                    action: Action::Slow { client: c as u8 },
+                                });
+                                born + par.work_max + par.step
+                            } else {
+                                born + d.clamp(par.work_min, par.work_max) + self.react()
+                            }
+                        }
+                        WaitKind::Slow => match self.slow_end[c].take() {
+                            Some(end) => end,
+                            None => born + par.work_max + self.rng.sample(&p.work),
+                        },
+                    }
+                };
+                let tp = Some(ThreadPlan { ident, at });
+                if wd {
+                    self.wds[c] = tp;
+                } else {
+                    self.threads[c] = tp;
+                }
+                at
+            }
+        };
+        let win = p.m.wait_window(&wait);
+        let mut t = at.max(born + win.lo);
+        if let Some(hi) = win.hi {
+            t = t.min(born + hi);
+        }
+        t.max(self.now)
+    }
+
+    /// When a step the model times itself happens.
+    fn other_time(&mut self, e: &Enabled) -> Micros {
+        let (born, lo) = match e.guard {
+            Some((c, lo)) => (self.born(c), lo),
+            None => (self.now, 0),
+        };
+        let found = self
+            .others
+            .iter_mut()
+            .find(|o| !o.seen && o.action == e.action && o.born == born);
+        let at = match found {
+            Some(o) => {
+                o.seen = true;
+                o.at
+            }
+            None => {
+                let at = match e.action {
+                    Action::Replicate { .. } => {
+                        let par = &self.plan.m.params;
+                        let d = self.rng.sample(&self.plan.latency);
+                        born + d.clamp(par.latency_min, par.latency_max)
+                    }
+                    Action::Writer { .. } => {
+                        self.now + self.rng.exponential(self.plan.cfg.think as f64)
+                    }
+                    _ => born + lo,
+                };
+                self.others.push(OtherPlan {
+                    action: e.action,
+                    born,
+                    at,
+                    seen: true,
+                });
+                at
+            }
+        };
+        let mut t = at.max(born + lo);
+        if let Action::Replicate { .. } = e.action {
+            t = t.min(born + self.plan.m.params.latency_max);
+        }
+        t.max(self.now)
+    }
+
+    /// Plans every message in flight (matching the plans of earlier steps
+    /// by packet) and adds its arrival, loss or hold-back.
+    fn messages(&mut self, enabled: &[Enabled]) {
+        let p = self.plan;
+        let par = &p.m.params;
+        for mp in &mut self.msgs {
+            mp.seen = false;
+        }
+        let net = self.s.world.net.clone();
+        let mut which: Vec<Option<usize>> = vec![None; net.len()];
+        // Exact matches first (same packet, same sending time), then any
+        // plan of the same packet (a message whose clock was re-armed).
+        for exact in [true, false] {
+            for (j, msg) in net.iter().enumerate() {
+                if which[j].is_some() || msg.arrived {
+                    continue;
+                }
+                let pkt = packet(msg);
+                let born = self.born(msg.clk);
+                let found = self
+                    .msgs
+                    .iter()
+                    .position(|x| !x.seen && x.pkt == pkt && (!exact || x.sent == born));
+                if let Some(i) = found {
+                    self.msgs[i].seen = true;
+                    which[j] = Some(i);
+                }
+            }
+        }
+        for (j, msg) in net.iter().enumerate() {
+            if which[j].is_some() || msg.arrived {
+                continue;
+            }
+            let born = self.born(msg.clk);
+            let fresh = Msg {
+                late: false,
+                held: false,
+                ..*msg
+            };
+            let react = p.m.msg_window(&fresh).hi.unwrap_or(par.latency_max) - par.latency_max;
+            let d = self.rng.sample(&p.latency);
+            let tail = d > par.latency_max && p.on(FaultKind::Delay);
+            let lose = p.on(FaultKind::Loss) && self.rng.chance(p.cfg.loss);
+            let lat = if tail {
+                d
+            } else {
+                d.clamp(par.latency_min, par.latency_max)
+            };
+            let reaction = if react > 0 {
+                self.rng.between(0, react)
+            } else {
+                0
+            };
+            self.msgs.push(MsgPlan {
+                pkt: packet(msg),
+                sent: born,
+                at: born + lat + reaction,
+                lose,
+                tail,
+                seen: true,
+            });
+            which[j] = Some(self.msgs.len() - 1);
+        }
+        for (j, msg) in net.iter().enumerate() {
+            let Some(i) = which[j] else { continue };
+            let mp = self.msgs[i];
+            let born = self.born(msg.clk);
+            let win = p.m.msg_window(msg);
+            let deliver = enabled
+                .iter()
+                .any(|e| e.action == Action::Deliver { msg: *msg });
+            // A deliverable message must arrive (or go) by its deadline.
+            let hi = if deliver {
+                win.hi.map(|h| born + h)
+            } else {
+                None
+            };
+            let cap = |t: Micros| hi.map_or(t, |h| t.min(h));
+            let (t, a) = if mp.lose {
+                (cap(mp.at), Action::Drop { msg: *msg })
+            } else if mp.tail && !msg.held {
+                (cap(mp.sent + par.latency_max), Action::Delay { msg: *msg })
+            } else if deliver {
+                (cap(mp.at.max(born + win.lo)), Action::Deliver { msg: *msg })
+            } else {
+                continue;
+            };
+            if enabled.iter().any(|e| e.action == a) {
+                self.cands.push((t.max(self.now), Cand::Step(a)));
+            }
+        }
+        self.msgs.retain(|x| x.seen);
     }
 
     fn check(&mut self) {
         for (i, inv) in Invariant::ALL.into_iter().enumerate() {
             if self.plan.applies[i]
                 && self.out.broke[i].is_none()
-                && !inv.holds(&self.plan.m, &self.w)
+                && !inv.holds(&self.plan.m, &self.s.world)
             {
                 self.out.broke[i] = Some(Break {
                     acquisitions: self.out.acquisitions,
                     step: self.out.steps,
-                    at_ms: self.now,
+                    at_us: self.now,
                 });
             }
         }
     }
 }
 
-/// Whether `a` is one of the steps the model says must happen before time
-/// may pass (see `LockModel::enabled`): a busy client's due step or a
-/// watchdog timer. Under open timing no delivery or replication is urgent
-/// (the simulator times them), and an idle client's start is its own choice.
-fn urgent(w: &World, a: &Action) -> bool {
-    match *a {
-        Action::Step { client } => w.clients[client as usize].phase != Phase::Idle,
-        Action::Watchdog { .. } => true,
-        _ => false,
-    }
-}
-
-/// Whether `m` is still travelling. A reply to a gathering (Redlock) client
-/// that has arrived waits, unheld, in its socket buffer until the client's
-/// gathering step reads it (see `client::gather_ready`).
-fn in_transit(m: &Msg, gathers: bool) -> bool {
-    !(gathers && matches!(m.to, Node::Client(_)) && m.chan == Chan::Main && m.held.is_none())
-}
-
-/// The same packet, whether or not its sender has since given up on it.
-fn same_packet(a: &Msg, b: &Msg) -> bool {
-    // Closing a connection relabels what was sent on it, and a message
-    // moves up its queue as the ones ahead arrive: still the same packet.
-    let plain = |m: &Msg| Msg {
+/// A message as a packet: what stays the same while it travels (closing a
+/// connection relabels it, it moves up its queue, a fault holds it, a
+/// pause re-arms its clock: still the same packet).
+fn packet(m: &Msg) -> Msg {
+    Msg {
         orphan: false,
         conn: 0,
         seq: 0,
+        held: false,
+        late: false,
+        arrived: false,
+        clk: Clk(0),
         ..*m
-    };
-    plain(a) == plain(b)
+    }
 }

@@ -1,7 +1,8 @@
 //! locklab's simulator: the model's transition rules (no second
-//! implementation of any protocol) driven by a seeded random environment
-//! with realistic timings in milliseconds, run many times to estimate how
-//! often each invariant breaks per lock acquisition.
+//! implementation of any protocol) on the concrete exact-time engine,
+//! driven by a seeded random environment with realistic timings inside the
+//! model's windows, run many times to estimate how often each invariant
+//! breaks per lock acquisition.
 //!
 //! * [`config`]: the options, their defaults and the model they build.
 //! * [`engine`]: one run of one seed.
@@ -21,14 +22,12 @@ pub mod summary;
 pub mod sweep;
 
 use engine::{Plan, Runner};
+use locklab_models::engine::solve::Rational;
 use locklab_models::{Invariant, trace};
 use locklab_traces::Trace;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use summary::PointResult;
-
-/// What one tick means in a simulator trace.
-pub const TICK_MS: &str = "1 tick = 1 ms (locklab simulate)";
 
 /// Runs of one thread's chunk before it reports progress and takes more.
 const CHUNK: u64 = 64;
@@ -79,9 +78,10 @@ pub fn simulate(
     total
 }
 
-/// Reruns `seed` recording its actions and builds the trace of its first
-/// violation of `inv`: replayed through the model by `trace::build`, then
-/// validated as a file reader would (`trace::validate`).
+/// Reruns `seed` recording its steps and their times, and builds the trace
+/// of its first violation of `inv`: replayed at those exact times through
+/// the concrete engine by `trace::build_timed`, then validated as a file
+/// reader would (`trace::validate`).
 pub fn violation_trace(plan: &Plan, seed: u64, inv: Invariant) -> Result<Trace, String> {
     let idx = Invariant::ALL
         .iter()
@@ -94,10 +94,12 @@ pub fn violation_trace(plan: &Plan, seed: u64, inv: Invariant) -> Result<Trace, 
             inv.name()
         )
     })?;
-    let path = &r.path[..b.step as usize];
-    let mut t = trace::build(&plan.m, path, inv, "simulate", Some(seed))
+    let path: Vec<_> = r.path[..b.step as usize]
+        .iter()
+        .map(|(a, at)| (*a, Rational::integer(*at)))
+        .collect();
+    let t = trace::build_timed(&plan.m, &path, inv, "simulate", Some(seed))
         .map_err(|e| format!("the simulated run does not replay: {e}"))?;
-    t.config.tick = TICK_MS.to_string();
     trace::validate(&t).map_err(|e| format!("the simulated trace does not validate: {e}"))?;
     Ok(t)
 }

@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn ln_and_exp_agree_with_the_platform_to_many_digits() {
         for x in [
-            1e-300, 1e-10, 0.001, 0.5, 0.7071, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e200,
+            1e-300, 1e-10, 0.001, 0.5, 0.7, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e200,
         ] {
             assert!(
                 close(ln(x), x.ln(), 1e-14) || (x == 1.0 && ln(x) == 0.0),

@@ -11,7 +11,7 @@ use crate::math::Z975;
 use serde::{Deserialize, Serialize};
 
 /// The summary format's version.
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 /// The interval every rate comes with, as printed.
 pub const INTERVAL: &str = "95% Wilson score interval";
 
@@ -70,8 +70,8 @@ pub struct InvariantResult {
 pub struct TraceInfo {
     /// Steps up to and including the violation.
     pub steps: usize,
-    /// Simulated time of the violation, ms.
-    pub at_ms: u64,
+    /// Simulated time of the violation, µs.
+    pub at_us: i64,
     /// Where it was written, if it was.
     pub file: Option<String>,
 }
@@ -84,7 +84,11 @@ pub struct PointResult {
     pub runs: u64,
     pub acquisitions: u64,
     pub steps: u64,
-    pub simulated_ms: u64,
+    /// Simulated time over all runs, µs.
+    pub simulated_us: i64,
+    /// Faults that struck over all runs (pauses, losses, delays, slow
+    /// work, clock jumps, crashes, restarts, failovers).
+    pub faults: u64,
     /// Runs stopped before every client finished (at the horizon, or stuck).
     pub cut: u64,
     pub invariants: Vec<InvariantResult>,
@@ -98,7 +102,8 @@ impl PointResult {
             runs: 0,
             acquisitions: 0,
             steps: 0,
-            simulated_ms: 0,
+            simulated_us: 0,
+            faults: 0,
             cut: 0,
             invariants: plan
                 .invariants()
@@ -123,7 +128,8 @@ impl PointResult {
         self.runs += 1;
         self.acquisitions += r.acquisitions as u64;
         self.steps += r.steps;
-        self.simulated_ms += r.sim_ms;
+        self.simulated_us += r.sim_us;
+        self.faults += r.faults;
         self.cut += r.cut as u64;
         for (slot, (i, _)) in self.invariants.iter_mut().zip(plan.invariants()) {
             match r.broke[i] {
@@ -142,7 +148,8 @@ impl PointResult {
         self.runs += o.runs;
         self.acquisitions += o.acquisitions;
         self.steps += o.steps;
-        self.simulated_ms += o.simulated_ms;
+        self.simulated_us += o.simulated_us;
+        self.faults += o.faults;
         self.cut += o.cut;
         for (a, b) in self.invariants.iter_mut().zip(&o.invariants) {
             a.violations += b.violations;
@@ -210,7 +217,7 @@ pub struct Summary {
     /// Always `"simulation"`.
     pub kind: String,
     pub tool: String,
-    /// The protocol and every option (milliseconds, rates per second).
+    /// The protocol and every option (durations in µs, rates per second).
     pub config: SimConfig,
     /// Run `i` uses seed `seed + i`.
     pub seed: u64,

@@ -2,7 +2,8 @@
 //! (common random numbers, so the curve moves with the option and not with
 //! the luck of the draw).
 
-use crate::config::{SimConfig, applies, sweepable};
+use crate::config::{Kind, SimConfig, applies, option, sweepable};
+use locklab_models::units;
 
 /// `PARAM=START..END:STEP` or `PARAM=V1,V2,...`, expanded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,7 +59,7 @@ impl Sweep {
     pub fn parse(spec: &str) -> Result<Sweep, SweepError> {
         let (param, range) = spec.split_once('=').ok_or_else(|| {
             SweepError::Syntax(format!(
-                "--sweep {spec:?}: expected PARAM=START..END:STEP (for example ttl=5000..60000:5000) or PARAM=V1,V2,..."
+                "--sweep {spec:?}: expected PARAM=START..END:STEP (for example ttl=5s..60s:5s) or PARAM=V1,V2,..."
             ))
         })?;
         let param = param.trim();
@@ -66,7 +67,29 @@ impl Sweep {
             return Err(SweepError::UnknownParam(param.to_string()));
         }
         let bad = |why: &str| SweepError::Syntax(format!("--sweep {spec:?}: {why}"));
-        let values = if let Some((a, rest)) = range.split_once("..") {
+        let is_duration = option(param).is_some_and(|o| o.kind == Kind::Duration);
+        let values = if let Some((a, rest)) = range.split_once("..")
+            && is_duration
+        {
+            let (b, step) = rest
+                .split_once(':')
+                .ok_or_else(|| bad("a range needs a step: START..END:STEP"))?;
+            let dur = |s: &str| units::parse(s).map_err(|e| bad(&e));
+            let (a, b, step) = (dur(a)?, dur(b)?, dur(step)?);
+            if step <= 0 {
+                return Err(bad("the step must be above 0"));
+            }
+            if b < a {
+                return Err(bad("the end is below the start"));
+            }
+            let n = (b - a) / step + 1;
+            if n > MAX_POINTS as i64 {
+                return Err(bad(&format!(
+                    "{n} points; at most {MAX_POINTS} (use a larger step)"
+                )));
+            }
+            (0..n).map(|k| units::arg(a + k * step)).collect()
+        } else if let Some((a, rest)) = range.split_once("..") {
             let (b, step) = rest
                 .split_once(':')
                 .ok_or_else(|| bad("a range needs a step: START..END:STEP"))?;
@@ -143,10 +166,12 @@ mod tests {
 
     #[test]
     fn ranges_expand_exactly() {
-        let s = Sweep::parse("ttl=5000..60000:5000").unwrap();
+        let s = Sweep::parse("ttl=5s..60s:5s").unwrap();
         assert_eq!(s.values.len(), 12);
-        assert_eq!(s.values[0], "5000");
-        assert_eq!(s.values[11], "60000");
+        assert_eq!(s.values[0], "5s");
+        assert_eq!(s.values[11], "60s");
+        let s = Sweep::parse("latency-p99=1ms..2ms:0.5ms").unwrap();
+        assert_eq!(s.values, ["1ms", "1.5ms", "2ms"]);
         let s = Sweep::parse("loss=0..0.0003:0.0001").unwrap();
         assert_eq!(s.values, ["0.0000", "0.0001", "0.0002", "0.0003"]);
         let s = Sweep::parse("renew-ratio=0.2..0.5:0.1").unwrap();
@@ -161,13 +186,15 @@ mod tests {
             Sweep::parse("tll=1..2:1"),
             Err(SweepError::UnknownParam("tll".into()))
         );
-        assert!(Sweep::parse("ttl=5..1:1").is_err());
-        assert!(Sweep::parse("ttl=1..5:0").is_err());
-        assert!(Sweep::parse("ttl=1..5").is_err());
+        assert!(Sweep::parse("ttl=5s..1s:1s").is_err());
+        assert!(Sweep::parse("ttl=1s..5s:0s").is_err());
+        assert!(Sweep::parse("ttl=1s..5s").is_err());
+        assert!(Sweep::parse("ttl=1..5:1").is_err());
         assert!(Sweep::parse("ttl").is_err());
-        assert!(Sweep::parse("ttl=1..100000:1").is_err());
+        assert!(Sweep::parse("ttl=1ms..100s:1ms").is_err());
+        assert!(Sweep::parse("clients=1..100000:1").is_err());
         let base = SimConfig::defaults("watchdog");
-        let e = Sweep::parse("pause-p99=5..25:10")
+        let e = Sweep::parse("pause-p99=5ms..15ms:10ms")
             .unwrap()
             .configs(&base)
             .unwrap_err();
@@ -181,6 +208,6 @@ mod tests {
             .unwrap()
             .configs(&base)
             .unwrap_err();
-        assert!(e.contains("whole number"), "{e}");
+        assert!(e.contains("no unit"), "{e}");
     }
 }

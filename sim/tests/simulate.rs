@@ -1,6 +1,7 @@
 //! The simulator as a library: determinism, shards, traces, and agreement
 //! with what the exhaustive checker proves.
 
+use locklab_models::time::{MS, SEC};
 use locklab_models::{Invariant, protocols, trace};
 use locklab_sim::config::SimConfig;
 use locklab_sim::engine::Plan;
@@ -11,8 +12,8 @@ use std::sync::atomic::AtomicU64;
 /// Pauses long enough to outlast a 30 s TTL now and then.
 fn stressed(protocol: &str) -> SimConfig {
     let mut c = SimConfig::defaults(protocol);
-    c.pause_p50 = 2_000.0;
-    c.pause_p99 = 60_000.0;
+    c.pause_p50 = 2 * SEC;
+    c.pause_p99 = 60 * SEC;
     c
 }
 
@@ -88,7 +89,7 @@ fn shards_merge_into_exactly_the_single_machine_result() {
     assert!(Summary::merge(dup).unwrap_err().contains("both shard 0/4"));
     let mut other = parts.clone();
     let mut c2 = cfg.clone();
-    c2.ttl = 20_000;
+    c2.ttl = 20 * SEC;
     other[2].1 = summary(&c2, 3, 500, Some(Shard { index: 2, count: 4 }), 1);
     assert!(
         Summary::merge(other)
@@ -147,23 +148,30 @@ fn what_the_checker_proves_safe_never_breaks_and_what_it_breaks_does() {
     // between the two.
     let mut cfg = SimConfig::defaults("setnx-expire");
     cfg.crash_rate = 0.5;
-    cfg.latency_p50 = 5.0;
-    cfg.latency_p99 = 50.0;
+    cfg.set("latency", "1ms..50ms").unwrap();
+    cfg.latency_p50 = 5 * MS;
+    cfg.latency_p99 = 50 * MS;
     let s = summary(&cfg, 1, 1500, None, 2);
     assert!(rate_of(&s, "no_orphan_lock").violations > 0);
 }
 
 #[test]
 fn a_failover_loses_the_writes_replication_had_not_carried_yet() {
-    let at = |lag_p50: f64, lag_p99: f64| {
+    // The replica applies each write within the latency window: the wider
+    // it is, the more a failover finds unreplicated.
+    let at = |range: &str, p50: i64, p99: i64| {
         let mut c = SimConfig::defaults("replicated");
         c.pause_rate = 0.0;
         c.failover_rate = 0.05;
-        c.repl_lag_p50 = lag_p50;
-        c.repl_lag_p99 = lag_p99;
+        c.set("latency", range).unwrap();
+        c.latency_p50 = p50;
+        c.latency_p99 = p99;
         rate_of(&summary(&c, 1, 3000, None, 2), "mutual_exclusion").violations
     };
-    let (fast, slow) = (at(0.1, 0.2), at(50.0, 5000.0));
+    let (fast, slow) = (
+        at("0.1ms..0.2ms", 100, 200),
+        at("1ms..500ms", 50 * MS, 500 * MS),
+    );
     assert!(slow > 0, "a lagging replica must lose a lock on failover");
     assert!(slow > 5 * fast.max(1), "lag {fast} vs {slow}");
 }
@@ -188,7 +196,7 @@ fn without_faults_every_protocol_finishes_every_acquisition_safely() {
             cfg.set(k, "0").unwrap();
         }
         // Work well inside the TTL.
-        cfg.work_p99 = 1_000.0;
+        cfg.work_p99 = SEC;
         let s = summary(&cfg, 1, 300, None, 2);
         let pt = &s.points[0];
         assert_eq!(pt.cut, 0, "{}", p.name());
@@ -218,5 +226,102 @@ fn longer_pauses_break_more_and_counts_stay_consistent() {
             assert!(r.acquisitions <= p.acquisitions);
             assert!(r.ci_low <= r.rate && r.rate <= r.ci_high);
         }
+    }
+}
+
+#[test]
+fn a_fault_free_default_lua_release_run_shows_no_violation() {
+    let mut cfg = SimConfig::defaults("lua-release");
+    for k in [
+        "loss",
+        "pause-rate",
+        "jump-rate",
+        "crash-rate",
+        "restart-rate",
+        "failover-rate",
+    ] {
+        cfg.set(k, "0").unwrap();
+    }
+    let s = summary(&cfg, 1, 500, None, 2);
+    let pt = &s.points[0];
+    assert_eq!(pt.faults, 0);
+    assert_eq!(pt.cut, 0);
+    assert!(pt.acquisitions >= 500 * 8);
+    assert!(!s.any_violation(), "{:?}", pt.invariants);
+}
+
+#[test]
+fn the_fault_free_get_del_race_is_found_and_its_trace_validates() {
+    // Article §4.2: work that ends just as the TTL does. No fault: c1's
+    // GET sees its own value, the key expires, c2 sets it, c1 deletes it.
+    let mut cfg = SimConfig::defaults("get-del");
+    for k in [
+        "loss",
+        "pause-rate",
+        "jump-rate",
+        "crash-rate",
+        "restart-rate",
+        "failover-rate",
+    ] {
+        cfg.set(k, "0").unwrap();
+    }
+    cfg.set("work", "29.99s..30s").unwrap();
+    cfg.set("work-p50", "29.995s").unwrap();
+    cfg.set("work-p99", "30s").unwrap();
+    let plan = Plan::new(&cfg).unwrap();
+    let s = summary(&cfg, 1, 200, None, 2);
+    assert_eq!(s.points[0].faults, 0);
+    let seed = rate_of(&s, "ownership")
+        .first_seed
+        .expect("the race shows up in 200 runs");
+    let t = violation_trace(&plan, seed, Invariant::Ownership).unwrap();
+    assert_eq!(t.violation_step, t.steps.len());
+    assert!(t.config.faults.is_empty());
+    trace::validate(&t).unwrap();
+    // Exact times: every step at a whole µs, in order.
+    let times: Vec<_> = trace::actions(&t)
+        .unwrap()
+        .into_iter()
+        .map(|(_, at)| at)
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[test]
+fn every_protocol_under_every_fault_stays_inside_the_model_and_its_traces_validate() {
+    // Every step goes through the concrete engine, which refuses a step
+    // at a time the model does not allow (the run would panic); every
+    // first violation must rebuild into a trace that validates.
+    for p in protocols::ALL {
+        let mut cfg = stressed(p.name());
+        let proto = cfg.proto().unwrap();
+        for (name, v) in [
+            ("loss", "0.02"),
+            ("pause-rate", "2"),
+            ("jump-rate", "0.05"),
+            ("crash-rate", "0.02"),
+            ("restart-rate", "0.02"),
+            ("failover-rate", "0.02"),
+            ("delay", "true"),
+            ("slow", "true"),
+            ("latency-p99", "20ms"),
+            ("work-p99", "10s"),
+        ] {
+            if locklab_sim::config::applies(name, proto).is_ok() {
+                cfg.set(name, v).unwrap();
+            }
+        }
+        cfg.horizon = 120 * SEC;
+        let plan = Plan::new(&cfg).unwrap();
+        let s = summary(&cfg, 1, 60, None, 2);
+        for r in &s.points[0].invariants {
+            if let Some(seed) = r.first_seed {
+                let inv = Invariant::from_name(&r.invariant).unwrap();
+                let t = violation_trace(&plan, seed, inv)
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", p.name(), r.invariant));
+                trace::validate(&t).unwrap();
+            }
+        }
+        assert!(s.points[0].faults > 0, "{}", p.name());
     }
 }

@@ -132,6 +132,20 @@ impl LockModel {
     /// questions took): the earliest times that meet every guard, deadline
     /// and answer, in µs, or `None` if there are none.
     pub fn times_for(&self, path: &[(Action, Vec<bool>)]) -> Option<Vec<Rational>> {
+        self.times_with_margin(path, 0)
+    }
+
+    /// Like [`LockModel::times_for`], but every timing question must be
+    /// decided by at least `margin` µs (a "yes" to `clock ≤ b` needs the
+    /// clock at most `b − margin`, a "no" at least `b + margin`): the
+    /// earliest times at which the same steps could be reproduced on real
+    /// servers whose clocks are only that exact. `None` if the path has no
+    /// such timing. Entry 0 is time 0; step `k` is entry `k`.
+    pub fn times_with_margin(
+        &self,
+        path: &[(Action, Vec<bool>)],
+        margin: Micros,
+    ) -> Option<Vec<Rational>> {
         // Event 0 is time 0; step k happens at event k. born[c] = the event
         // at which clock c was armed.
         let mut w = self.init();
@@ -160,11 +174,13 @@ impl LockModel {
             }
             for a in &t.asks {
                 let j = self.born_of(&born, n, &t.fresh, a.clk, k);
-                cs.push(match (a.yes, a.strict) {
-                    (true, false) => Diff::le(k, j, a.bound),
-                    (true, true) => Diff::lt(k, j, a.bound),
-                    (false, false) => Diff::lt(j, k, -a.bound),
-                    (false, true) => Diff::le(j, k, -a.bound),
+                cs.push(match (a.yes, a.strict, margin) {
+                    (true, false, 0) => Diff::le(k, j, a.bound),
+                    (true, true, 0) => Diff::lt(k, j, a.bound),
+                    (false, false, 0) => Diff::lt(j, k, -a.bound),
+                    (false, true, 0) => Diff::le(j, k, -a.bound),
+                    (true, _, m) => Diff::le(k, j, a.bound - m),
+                    (false, _, m) => Diff::le(j, k, -(a.bound + m)),
                 });
             }
             let slots = relayout(&mut w, n, &t.fresh);

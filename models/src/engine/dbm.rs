@@ -474,6 +474,47 @@ impl Dbm {
         other.m.iter().zip(&self.m).all(|(a, b)| a <= b)
     }
 
+    /// `self ∪ other` when that union is itself a zone (then it is their
+    /// convex hull), else `None`. Exact: the hull `H` (the entrywise
+    /// maximum of two canonical DBMs, itself canonical) equals the union
+    /// iff `H ∖ self ⊆ other`, and `H ∖ self` is the union, over the
+    /// constraints `x_i − x_j ≺ b` of `self` that `H` loosens, of `H ∧
+    /// x_j − x_i ≺' −b` (the complement; UPPAAL's DBM subtraction). Used to
+    /// merge the zones that interleavings of independent steps leave
+    /// behind (`a·b` and `b·a` order two clocks each way; together they
+    /// cover both orders). O(k·n²) for k loosened constraints.
+    pub fn convex_union(&self, other: &Dbm) -> Option<Dbm> {
+        assert_eq!(self.n, other.n, "dimension mismatch");
+        if self.includes(other) {
+            return Some(self.clone());
+        }
+        if other.includes(self) {
+            return Some(other.clone());
+        }
+        let mut hull = self.clone();
+        for (h, o) in hull.m.iter_mut().zip(&other.m) {
+            if *o > *h {
+                *h = *o;
+            }
+        }
+        let n = self.n;
+        for i in 0..n {
+            for j in 0..n {
+                let b = self.at(i, j);
+                if i == j || b >= hull.at(i, j) {
+                    continue;
+                }
+                let Some(c) = b.constant() else { continue };
+                let mut piece = hull.clone();
+                if piece.constrain(j, i, Bound::new(-c, !b.is_strict())) && !other.includes(&piece)
+                {
+                    return None;
+                }
+            }
+        }
+        Some(hull)
+    }
+
     /// Re-layout: new clock `k` is old clock `map[k]`, or a fresh free clock
     /// for `None`. Same as [`Dbm::remap_slots`] with `Slot::Free`.
     pub fn remap(&self, map: &[Option<usize>]) -> Dbm {

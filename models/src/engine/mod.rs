@@ -3,7 +3,7 @@
 //! that turns a symbolic path into concrete rational timestamps and validates
 //! them independently of the zone code.
 
+pub mod concrete;
 pub mod dbm;
 pub mod solve;
-pub mod concrete;
 pub mod zone;

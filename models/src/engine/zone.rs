@@ -165,7 +165,12 @@ fn invariant(m: &LockModel, w: &World, z: &mut Dbm, scratch: &mut Vec<(Clk, Micr
 }
 
 /// Lets time pass as far as `w`'s invariant allows, then extrapolates.
-fn settle(m: &LockModel, w: &mut World, mut z: Dbm, scratch: &mut Vec<(Clk, Micros)>) -> Option<Dbm> {
+fn settle(
+    m: &LockModel,
+    w: &mut World,
+    mut z: Dbm,
+    scratch: &mut Vec<(Clk, Micros)>,
+) -> Option<Dbm> {
     if !invariant(m, w, &mut z, scratch) {
         return None;
     }

@@ -31,6 +31,10 @@ pub fn opened(x: &mut Ctx, c: u8, first: (Cmd, Phase)) {
 /// with a new one.
 pub fn session_lost(x: &mut Ctx, c: u8) {
     x.w.clients[c as usize].wd = None;
+    // The old session's heartbeat connection goes with it: a reply still on
+    // its way must not reach the next session's heartbeat (it would become
+    // deliverable long past its deadline, a state no time can leave).
+    x.abandon(c, Chan::Watchdog);
     x.w.clients[c as usize].token = None;
     x.retry(c, "its session expired");
 }

@@ -15,12 +15,12 @@
 //! a finished or crashed business thread. `--renew-cap` stops renewing after
 //! that many ticks, the article's fallback against a stuck holder.
 
+use super::coord_client::set_wd;
 use super::{Protocol, Renewal, Service, redis_client as rc};
 use crate::client::{Ctx, ignore};
 use crate::ev;
 use crate::faults::FaultKind;
 use crate::world::{Chan, Cmd, Phase, Reply, WaitKind, WdState};
-use super::coord_client::set_wd;
 use locklab_traces::EventKind;
 
 /// Faults a single Redis with watchdog clients can suffer.
