@@ -199,7 +199,7 @@ fn every_counterexample_respects_tcp_order() {
             &m,
             &locklab_models::search::SearchOptions {
                 invariants: m.properties.clone(),
-                max_states: Some(60_000),
+                max_states: Some(20_000),
                 max_depth: None,
                 symmetry: true,
                 threads: 0,
