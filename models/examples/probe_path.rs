@@ -1,6 +1,7 @@
-//! Debug aid: applies a path described on the command line and prints the
-//! enabled actions after each step. Usage: probe_path PROTOCOL FAULTS STEP...
-//! where STEP is an index into the enabled actions.
+//! Debug aid: follows a path described on the command line through the
+//! zone engine and prints the successors (step, timing answers) after each
+//! step. Usage: probe_path PROTOCOL FAULTS STEP... where STEP is an index
+//! into the successors listed.
 use locklab_models::{Budgets, FaultKind, LockModel, Params, protocols};
 
 fn main() {
@@ -13,17 +14,17 @@ fn main() {
         p.faults.set(FaultKind::from_name(k).unwrap(), 1);
     }
     let m = LockModel::new(proto, p).unwrap();
-    let mut w = m.init();
-    let mut acts = Vec::new();
+    let mut s = m.zinit();
+    let mut succs = Vec::new();
     for idx in &args[3..] {
-        m.enabled(&w, &mut acts);
-        let a = acts[idx.parse::<usize>().unwrap()];
-        println!("TAKE {a:?}");
-        w = m.after(&w, &a);
+        m.successors(&s, &mut succs);
+        let x = succs[idx.parse::<usize>().unwrap()].clone();
+        println!("TAKE {:?} answers {:?}", x.action, x.answers);
+        s = x.next;
     }
-    m.enabled(&w, &mut acts);
-    println!("{w:#?}");
-    for (i, a) in acts.iter().enumerate() {
-        println!("[{i}] {a:?}");
+    m.successors(&s, &mut succs);
+    println!("{:#?}\nzone {:?}", s.world, s.zone);
+    for (i, x) in succs.iter().enumerate() {
+        println!("[{i}] {:?} answers {:?}", x.action, x.answers);
     }
 }

@@ -1,5 +1,6 @@
 //! Debug aid: explores a model breadth-first without symmetry and prints a
-//! sample of the states at one depth, to see what makes them differ.
+//! sample of the symbolic states (world and zone) at one depth, to see
+//! what makes them differ.
 use locklab_models::{Budgets, FaultKind, LockModel, Params, protocols};
 use std::collections::HashSet;
 
@@ -14,16 +15,15 @@ fn main() {
     let depth: usize = args[3].parse().unwrap();
     let m = LockModel::new(proto, p).unwrap();
     let mut seen = HashSet::new();
-    let mut frontier = vec![m.init()];
-    let mut acts = Vec::new();
+    let mut frontier = vec![m.zinit()];
+    let mut succs = Vec::new();
     for d in 0..depth {
         let mut next = Vec::new();
         for w in &frontier {
-            m.enabled(w, &mut acts);
-            for a in &acts {
-                let s = m.after(w, a);
-                if seen.insert(s.clone()) {
-                    next.push(s);
+            m.successors(w, &mut succs);
+            for x in succs.drain(..) {
+                if seen.insert(x.next.clone()) {
+                    next.push(x.next);
                 }
             }
         }
@@ -31,6 +31,6 @@ fn main() {
         frontier = next;
     }
     for w in frontier.iter().step_by((frontier.len() / 8).max(1)).take(8) {
-        println!("{w:?}\n");
+        println!("{:?}\nzone {:?}\n", w.world, w.zone);
     }
 }

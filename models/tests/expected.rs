@@ -45,8 +45,10 @@ fn get_del_still_breaks_ownership_through_its_window() {
     violated(&model("get-del", &[Delay]), Ownership);
     // ... and so does a pause between the GET reply and sending DEL.
     violated(&model("get-del", &[Pause]), Ownership);
-    // A slow critical section alone is not enough: GET sees the new owner.
-    holds(&model("get-del", &[Slow]), Ownership);
+    // ... and so does a slow critical section: GET and DEL are two round
+    // trips, and the key can expire between them (the tick model, which
+    // ran both within one tick, said this held).
+    violated(&model("get-del", &[Slow]), Ownership);
 }
 
 #[test]
@@ -120,27 +122,6 @@ fn counterexamples_are_shortest() {
             k,
             "{p}: symmetry changed the length"
         );
-    }
-}
-
-#[test]
-fn stateright_bfs_agrees_on_the_shortest_length() {
-    // stateright 0.31's own BFS is shortest with one property and one
-    // thread; it must find paths of the same length as ours.
-    use stateright::{Checker, Model};
-    for (p, faults, inv) in [
-        ("naive-del", vec![Pause], MutualExclusion),
-        ("get-del", vec![Delay], Ownership),
-        ("setnx-expire", vec![Crash], NoOrphanLock),
-    ] {
-        let mut m = model(p, &faults);
-        let ours = violated(&m, inv);
-        m.properties = vec![inv];
-        let checker = m.checker().threads(1).spawn_bfs().join();
-        let path = checker
-            .discovery(inv.name())
-            .unwrap_or_else(|| panic!("stateright finds no {} counterexample for {p}", inv.name()));
-        assert_eq!(path.into_actions().len(), ours, "{p}: {}", inv.name());
     }
 }
 

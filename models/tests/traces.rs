@@ -54,10 +54,46 @@ fn tampered_traces_are_rejected_with_the_first_bad_step() {
     // Unknown schema versions are refused before anything else.
     let json = t
         .to_json()
-        .replacen("\"schema_version\": 1", "\"schema_version\": 9", 1);
+        .replacen("\"schema_version\": 2", "\"schema_version\": 9", 1);
     let e = Document::parse(&json).unwrap_err();
     assert!(e.0.contains("schema_version 9"), "{e}");
+    // Tick-model (version 1) files are refused with a way out.
+    let json = t
+        .to_json()
+        .replacen("\"schema_version\": 2", "\"schema_version\": 1", 1);
+    let e = Document::parse(&json).unwrap_err();
+    assert!(e.0.contains("regenerate"), "{e}");
     assert!(Document::parse("not json").is_err());
+}
+
+#[test]
+fn a_step_moved_out_of_its_window_is_rejected() {
+    let t = counterexample();
+    // Every step of the counterexample happens at an exact time that the
+    // replay accepts; the SET runs 0.2 ms after it was sent (the shortest
+    // latency). Moving it earlier than the shortest latency breaks its guard.
+    let i = t
+        .steps
+        .iter()
+        .position(|s| s.actor == "redis")
+        .expect("the server runs a command");
+    let mut bad = t.clone();
+    let before = trace::parse_time(&bad.steps[i - 1].at_us).unwrap();
+    bad.steps[i].at_us = if before.den() == 1 {
+        before.num().to_string()
+    } else {
+        format!("{}/{}", before.num(), before.den())
+    };
+    bad.steps[i].time = before.to_ms();
+    let e = trace::validate(&bad).unwrap_err();
+    assert_eq!(e.step, Some(i + 1), "{e}");
+    // ... and moving the pause past the point where c2 must have acted
+    // (work, latency and reaction windows) misses a deadline.
+    let mut bad = t.clone();
+    let last = bad.steps.len() - 1;
+    bad.steps[last].at_us = "999999999999".into();
+    bad.steps[last].time = 999_999_999.999;
+    assert!(trace::validate(&bad).is_err());
 }
 
 #[test]

@@ -72,3 +72,25 @@ pub const ALL_SINGLE: &[FaultKind] = &[
     FaultKind::Delay,
     FaultKind::Crash,
 ];
+
+/// The discrete worlds along a symbolic path (the initial one first), each
+/// step followed through the zone engine with the answers it took.
+pub fn worlds(
+    m: &LockModel,
+    path: &[locklab_models::search::PathStep],
+) -> Vec<locklab_models::World> {
+    let mut s = m.zinit();
+    let mut out = vec![s.world.clone()];
+    for (i, (a, answers)) in path.iter().enumerate() {
+        s = m
+            .follow(&s, a, answers)
+            .unwrap_or_else(|| panic!("step {} ({a:?}) cannot be followed", i + 1));
+        out.push(s.world.clone());
+    }
+    out
+}
+
+/// The actions of a symbolic path.
+pub fn acts(path: &[locklab_models::search::PathStep]) -> Vec<locklab_models::Action> {
+    path.iter().map(|(a, _)| *a).collect()
+}

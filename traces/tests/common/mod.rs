@@ -46,6 +46,7 @@ fn initial() -> StateView {
             value: 0,
             accepted_writes: 0,
             max_token: None,
+            stock: None,
         },
         network: vec![],
         faults_left: BTreeMap::from([("pause".to_string(), 1)]),
