@@ -161,7 +161,7 @@ fn index(reports: &[CheckReport]) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Time runs down; the axis on the left is true time in ticks (1 tick = 5 s: the article's 30 s TTL is 6 ticks), and steps that happen at the same instant are stacked. Beside each client, a solid bar shows when it **believes** it holds the lock and a hatched bar what the lock service **really** stores for it, with the ticks its key has left; where the belief runs on without the key, the bar turns red. Messages go from the step that sent them to the step that handled them, faults are amber badges, and the step that breaks the invariant is the red band."
+        "Time runs down; the axis on the left is true time, exact to the microsecond and shown in s and ms (the defaults: a 30 s TTL, 200 ms..2 s of work, 0.2..5 ms per message, a client step of at most 1 ms). Steps that happen at the same instant are stacked, and a gap that is long next to the rest of the trace (a pause, the wait for a key to expire) is drawn broken (`⫽`) and labelled with its length. Beside each client, a solid bar shows when it **believes** it holds the lock and a hatched bar what the lock service **really** stores for it, with the time its key has left; where the belief runs on without the key, the bar turns red. Messages go from the step that sent them to the step that handled them, faults are amber badges, and the step that breaks the invariant is the red band."
     );
     let _ = writeln!(out);
     let _ = writeln!(
