@@ -735,7 +735,7 @@ fn command(c: &Claim) -> String {
 /// row the bound stops is shown undecided, never as agreeing: the exact-time
 /// search of Redlock with five instances, and of fencing and the queue under
 /// several faults, does not finish yet (wip/dense-time, "What is left", 1).
-const ROW_STATES: u64 = 200_000;
+const ROW_STATES: u64 = crate::docs::GALLERY_STATES;
 
 /// The article page and the files it links to, by path in the gallery.
 pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
