@@ -110,7 +110,7 @@ fn index(reports: &[CheckReport]) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Every protocol locklab models, checked exhaustively with its default options (`locklab check PROTOCOL`), and the shortest counterexample of every invariant it breaks — told as a story, drawn as an SVG and as a Mermaid sequence diagram. Each counterexample was found by the search and replayed through the model before it was drawn."
+        "Every protocol locklab models, checked with its default options (`locklab check PROTOCOL`, each search bounded as said below), and the shortest counterexample of every invariant it breaks — told as a story, drawn as an SVG and as a Mermaid sequence diagram. Each counterexample was found by the search and replayed through the model before it was drawn."
     );
     let _ = writeln!(out);
     let _ = writeln!(
