@@ -745,7 +745,7 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Each row quotes a claim the article makes about a lock design under a fault, states what it asserts, and runs the exhaustive check that tests it (with exactly the fault kinds shown, each at most once, and as many of them together as `--max-faults` says). The verdicts are computed by the search when this page is generated; a broken row links to its shortest counterexample, replayed through the model. Rows marked *not in the article* are what locklab adds."
+        "Each row quotes a claim the article makes about a lock design under a fault, states what it asserts, and runs the check that tests it (with exactly the fault kinds shown, each at most once, and as many of them together as `--max-faults` says). The verdicts are computed by the search when this page is generated; a broken row links to its shortest counterexample, replayed through the model. Rows marked *not in the article* are what locklab adds."
     );
     let _ = writeln!(out);
     let _ = writeln!(
