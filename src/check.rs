@@ -15,6 +15,9 @@ use locklab_traces::{
 };
 use std::path::PathBuf;
 
+/// The state bound a check runs with unless `--max-states` says otherwise.
+pub const DEFAULT_MAX_STATES: u64 = 500_000;
+
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     #[command(flatten)]
@@ -23,9 +26,11 @@ pub struct CheckArgs {
     /// Check only these invariants, comma-separated (the exit code then speaks of them alone)
     #[arg(long, value_name = "NAMES", help_heading = "Search")]
     pub invariants: Option<String>,
-    /// Stop after this many distinct states (the result is then incomplete)
-    #[arg(long, value_name = "N", help_heading = "Search")]
-    pub max_states: Option<u64>,
+    /// Stop after this many distinct states (symbolic states: a world and a zone
+    /// of clock values); the result is then incomplete (exit 3). The default keeps
+    /// a check within about a minute and a few hundred MB; raise it for a larger search
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STATES, help_heading = "Search")]
+    pub max_states: u64,
     /// Explore paths of at most this many steps (the result may then be incomplete)
     #[arg(long, value_name = "N", help_heading = "Search")]
     pub max_depth: Option<u64>,
@@ -294,9 +299,10 @@ pub fn report(
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
                 note: format!(
-                    "search incomplete: stopped at {} after {} states",
+                    "search incomplete: no counterexample of {} steps or fewer; stopped at {} after {} states",
+                    result.depth.saturating_sub(1),
                     bound_text(&result, opts).unwrap_or_default(),
-                    result.states
+                    crate::report::thousands(result.states)
                 ),
             }),
         }
@@ -346,7 +352,7 @@ fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
     if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
         return Err(Failure::input("--threads must be between 1 and 256"));
     }
-    if args.max_states == Some(0) || args.max_depth == Some(0) {
+    if args.max_states == 0 || args.max_depth == Some(0) {
         return Err(Failure::input(
             "--max-states and --max-depth must be at least 1",
         ));
@@ -375,7 +381,7 @@ pub fn limits(args: &CheckArgs) -> Result<Limits, Failure> {
 pub fn search_options(args: &CheckArgs, invariants: Vec<Invariant>) -> SearchOptions {
     SearchOptions {
         invariants,
-        max_states: args.max_states,
+        max_states: Some(args.max_states),
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
         threads: args.threads.unwrap_or(0),
