@@ -85,7 +85,8 @@ fn main() {
     );
     for inv in &invs {
         match r.violations.get(inv) {
-            None => println!("{}: holds", inv.name()),
+            None if r.exhaustive() => println!("{}: holds", inv.name()),
+            None => println!("{}: unknown (search stopped: {:?})", inv.name(), r.stop),
             Some(path) => {
                 println!("{}: VIOLATED in {} steps", inv.name(), path.len());
                 match trace::build(&m, path, *inv, "check", None) {

@@ -299,3 +299,46 @@ fn a_finer_latency_grid_keeps_the_verdicts() {
         }
     }
 }
+
+#[test]
+fn merging_zones_keeps_every_verdict_and_length() {
+    // Zone merging (exact unions on one level) against the search that keeps
+    // every interleaving's zone: same verdicts, same shortest lengths, same
+    // exhaustiveness, never more states; and every merged counterexample
+    // replays at exact times.
+    for (p, faults) in [
+        ("naive-del", vec![Pause, Delay]),
+        ("get-del", vec![Slow, Delay]),
+        ("lua-release", vec![Pause, Loss, Restart]),
+        ("setnx-expire", vec![Crash, Delay]),
+        ("watchdog", vec![Pause, Slow]),
+        ("replicated", vec![Failover, Pause]),
+        ("fencing-redis", vec![Pause]),
+        ("fencing", vec![Crash]),
+        ("zookeeper", vec![Crash]),
+        ("etcd", vec![Crash]),
+    ] {
+        let m = model(p, &faults);
+        let opts = SearchOptions {
+            invariants: m.properties.clone(),
+            max_states: None,
+            max_depth: None,
+            symmetry: true,
+            threads: 0,
+        };
+        let merged = search(&m, &opts);
+        let plain = locklab_models::search::search_unmerged(&m, &opts);
+        let lens = |r: &locklab_models::search::SearchResult| {
+            r.violations
+                .iter()
+                .map(|(i, p)| (*i, p.len()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(lens(&merged), lens(&plain), "{p} {faults:?}");
+        assert!(merged.exhaustive() && plain.exhaustive(), "{p} {faults:?}");
+        assert!(merged.states <= plain.states, "{p} {faults:?}");
+        for (inv, path) in &merged.violations {
+            validated(&m, *inv, path);
+        }
+    }
+}
