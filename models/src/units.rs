@@ -134,9 +134,9 @@ pub fn show_rational(r: crate::engine::solve::Rational) -> String {
 
 /// A duration in the compact form the CLI takes back (`30s`, `0.2ms`).
 pub fn arg(us: Micros) -> String {
-    let (scale, unit) = if us % SEC == 0 && us != 0 {
+    let (scale, unit) = if us.abs() >= SEC {
         (SEC, "s")
-    } else if us >= MS || (us % MS == 0 && us != 0) {
+    } else if us.abs() >= MS {
         (MS, "ms")
     } else {
         (1, "us")
