@@ -58,6 +58,12 @@ pub enum NetworkOpt {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ElapsedOpt {
+    Wall,
+    Monotonic,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum RuleOpt {
     Ge,
     Gt,
@@ -208,6 +214,16 @@ pub struct ModelArgs {
     /// as redlock-py and redlock-rb compute it [default: 0.01, i.e. 302 ms at a 30s TTL]
     #[arg(long, value_name = "FACTOR", help_heading = "Protocol knobs")]
     pub drift_factor: Option<String>,
+    /// Redlock: the clock the client measures an attempt's elapsed time with:
+    /// `wall` (redlock-py, node-redlock: moved by the client's clock jumps) or
+    /// `monotonic` (redsync, redlock-rb: no jump moves it) [default: wall]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "CLOCK",
+        help_heading = "Protocol knobs"
+    )]
+    pub elapsed_clock: Option<ElapsedOpt>,
     /// A restarted Redis stays unavailable for the TTL and one more second before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
@@ -374,6 +390,7 @@ impl ModelArgs {
         add(self.instances.is_some(), "instances");
         add(self.quorum.is_some(), "quorum");
         add(self.drift_factor.is_some(), "drift-factor-ppm");
+        add(self.elapsed_clock.is_some(), "elapsed-clock");
         add(self.delayed_restart, "delayed-restart");
         add(self.resource_check.is_some(), "resource-check");
         add(self.token_rule.is_some(), "token-rule");
@@ -535,6 +552,12 @@ impl ModelArgs {
             p.token_rule = match r {
                 RuleOpt::Ge => TokenRule::Ge,
                 RuleOpt::Gt => TokenRule::Gt,
+            };
+        }
+        if let Some(e) = self.elapsed_clock {
+            p.elapsed_clock = match e {
+                ElapsedOpt::Wall => locklab_models::params::ElapsedClock::Wall,
+                ElapsedOpt::Monotonic => locklab_models::params::ElapsedClock::Monotonic,
             };
         }
         if let Some(n) = self.network {

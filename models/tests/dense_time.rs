@@ -342,3 +342,42 @@ fn merging_zones_keeps_every_verdict_and_length() {
         }
     }
 }
+
+#[test]
+fn a_monotonic_elapsed_clock_ignores_the_clients_clock_jumps() {
+    // Two instances, both needed: a server's forward jump cannot break the
+    // quorum alone, so a lost update needs the client's own wall clock to
+    // jump back and stretch its validity (redlock-py, node-redlock). A client
+    // that measures elapsed time on a monotonic clock (redsync, redlock-rb)
+    // is not fooled.
+    let run = |clock: locklab_models::params::ElapsedClock| {
+        let m = model_with("redlock", &[ClockJump, Slow], |p| {
+            p.instances = 2;
+            p.quorum = 2;
+            p.jump = 10_000 * MS;
+            p.elapsed_clock = clock;
+        });
+        let r = search(
+            &m,
+            &SearchOptions {
+                invariants: vec![NoLostUpdate],
+                max_states: None,
+                max_depth: None,
+                symmetry: true,
+                threads: 0,
+            },
+        );
+        (r.violations.get(&NoLostUpdate).cloned(), r.exhaustive())
+    };
+    let (wall, _) = run(locklab_models::params::ElapsedClock::Wall);
+    let path = wall.expect("a wall clock that jumps back loses an update");
+    assert!(path.iter().any(|(a, _)| matches!(
+        a,
+        Action::ClockJump {
+            node: locklab_models::world::Node::Client(_),
+            ..
+        }
+    )));
+    let (mono, exhaustive) = run(locklab_models::params::ElapsedClock::Monotonic);
+    assert!(mono.is_none() && exhaustive);
+}
