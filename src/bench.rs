@@ -31,7 +31,7 @@ struct Case {
 }
 
 /// Configurations the exact-time search finishes (measured in
-/// wip/dense-time/README.md); Redlock with five instances and faults does
+/// docs/model.md); Redlock with five instances and faults does
 /// not yet (many concurrent clocks), so it is benchmarked fault-free on
 /// three instances.
 fn cases(heavy: bool) -> Vec<Case> {

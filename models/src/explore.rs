@@ -1,6 +1,6 @@
 //! stateright's Explorer over the zone graph.
 //!
-//! The world holds no time (design: `wip/dense-time/README.md`), so
+//! The world holds no time (design: `docs/model.md`), so
 //! [`LockModel`] itself is not a `stateright::Model`: a world alone does not
 //! say which steps are possible. [`ZoneModel`] is: its states are the zone
 //! engine's symbolic states ([`ZState`]: a world and the zone of its clock
