@@ -734,7 +734,7 @@ fn command(c: &Claim) -> String {
 /// state whatever the thread count, so the page stays deterministic). A
 /// row the bound stops is shown undecided, never as agreeing: the exact-time
 /// search of Redlock with five instances, and of fencing and the queue under
-/// several faults, does not finish yet (docs/model.md, "What the search does not finish yet").
+/// several faults, does not finish yet (docs/model.md, What the search does not finish yet).
 const ROW_STATES: u64 = crate::docs::GALLERY_STATES;
 
 /// The article page and the files it links to, by path in the gallery.

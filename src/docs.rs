@@ -41,7 +41,7 @@ const REGENERATE: &str = "cargo run --release -- docs --out docs/gallery";
 /// Every search of the gallery stops after this many states (deterministic:
 /// BFS stops at the same state whatever the thread count). With exact time,
 /// the default checks of Redlock, fencing, ZooKeeper, etcd and the queue do
-/// not finish yet (docs/model.md, "What the search does not finish yet"); a verdict the bound
+/// not finish yet (docs/model.md, What the search does not finish yet); a verdict the bound
 /// stops is shown as `unknown`, never as holding.
 pub const GALLERY_STATES: u64 = 200_000;
 

@@ -162,7 +162,7 @@ fn the_default_redlock_threshold_is_301_4_ms() {
 
 /// Every protocol but `no-lock` (the control, which has no lock at all),
 /// at default parameters, fault-free. Redlock with 5 instances is beyond
-/// the zone engine's reach so far (see docs/model.md, "What the search does not finish yet"); it is
+/// the zone engine's reach so far (see docs/model.md, What the search does not finish yet); it is
 /// checked with 3 instances in `redlock_fault_free_holds_with_three_instances`.
 fn fault_free_protocols() -> Vec<&'static str> {
     protocols::names()

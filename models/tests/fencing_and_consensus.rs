@@ -29,7 +29,7 @@ fn a_crash_alone_does_not_break_a_consensus_lock() {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn no_single_fault_but_a_pause_breaks_a_consensus_lock() {
     for p in CONSENSUS {
         for k in [Slow, Loss, Delay, Crash] {
@@ -39,7 +39,7 @@ fn no_single_fault_but_a_pause_breaks_a_consensus_lock() {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn heartbeats_lost_and_delayed_expire_a_live_holders_lease() {
     // No pause at all: a slow critical section, one keepalive held back,
     // the retry lost, and the lease runs out under a client that is alive
@@ -56,7 +56,7 @@ fn heartbeats_lost_and_delayed_expire_a_live_holders_lease() {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn consensus_tokens_are_monotonic_and_nothing_is_orphaned() {
     for p in CONSENSUS {
         let m = model(p, &[Pause, Loss, Crash]);
@@ -98,7 +98,7 @@ fn check_all(m: &LockModel) -> locklab_models::search::SearchResult {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn which_token_checks_keep_the_resource_correct() {
     use ResourceCheck::*;
     use TokenRule::*;
@@ -205,7 +205,7 @@ fn enters_without_its_entry(m: &LockModel) -> bool {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn etcd_3_4_returns_the_lock_after_its_lease_expired() {
     let faults: &[FaultKind] = &[Pause];
     let v35 = model_with("etcd", faults, |p| p.acquisitions = 2);

@@ -49,7 +49,7 @@ fn failover_alone_breaks_replicated_mutual_exclusion() {
 }
 
 /// Redlock with one instance (quorum 1): with 5 instances and faults the
-/// zone engine does not finish in minutes yet (docs/model.md, "What the search does not finish yet").
+/// zone engine does not finish in minutes yet (docs/model.md, What the search does not finish yet).
 /// What these tests show depends on the client's validity check and one
 /// server's expiry, not on the quorum.
 fn redlock(faults: &[locklab_models::FaultKind]) -> locklab_models::LockModel {

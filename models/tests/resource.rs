@@ -82,7 +82,7 @@ fn trace_of(m: &LockModel, inv: Invariant) -> locklab_traces::Trace {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn write_only_fencing_with_in_place_updates_loses_no_update_under_a_pause() {
     // The article's own SQL: the resource applies `stock = stock - 1`
     // itself, so the stale holder's write cannot overwrite anything.
@@ -114,7 +114,7 @@ fn write_only_fencing_with_check_then_act_oversells() {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn write_only_fencing_with_check_then_act_oversells_unless_reads_are_fenced() {
     for check in ATOMIC {
         let m = fencing(CONSENSUS, ResourceOp::CheckThenAct, check, true, |_| {});
@@ -131,7 +131,7 @@ fn write_only_fencing_with_check_then_act_oversells_unless_reads_are_fenced() {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn fenced_reads_keep_a_read_modify_write_correct_in_every_atomic_form() {
     for check in ATOMIC {
         let m = fencing(CONSENSUS, ResourceOp::Rmw, check, true, |_| {});
@@ -140,7 +140,7 @@ fn fenced_reads_keep_a_read_modify_write_correct_in_every_atomic_form() {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn a_read_committed_check_then_write_lets_the_other_write_in_between() {
     let m = fencing(
         &[Pause],
@@ -194,7 +194,7 @@ fn a_read_committed_check_then_write_lets_the_other_write_in_between() {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn a_resource_that_forgets_its_highest_token_on_restart_accepts_a_stale_write() {
     for check in [ResourceCheck::Service, ResourceCheck::ReadWrite] {
         let memory = fencing(
@@ -316,7 +316,7 @@ fn the_articles_forms_default_to_its_strict_rule() {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn symmetry_reduction_keeps_resource_verdicts_and_lengths() {
     for (m, inv) in [
         (
@@ -428,7 +428,7 @@ fn fault_free_runs_without_a_lock_hold_every_invariant_with_the_resources_own_up
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn idempotent_writes_absorb_duplicates_but_not_interleavings() {
     // §7.5: "幂等不能防止两个不同操作交错，但能吃掉最常见的重复执行事故".
     for proto in ["fencing", "no-lock"] {
@@ -472,7 +472,7 @@ fn idempotent_writes_absorb_duplicates_but_not_interleavings() {
 }
 
 #[test]
-#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, "What the search does not finish yet")"]
+#[ignore = "fencing with consensus faults does not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
 fn a_paused_consumer_writes_as_a_zombie_after_a_rebalance_and_an_epoch_fence_stops_it() {
     // §9.3 "能不能队列化": one consumer per partition. No fence at the sink:
     let m = model_with("queue", &[Pause], |p| p.max_faults = Some(2));
