@@ -198,10 +198,10 @@ fn a_failover_keeps_the_replicated_writes_and_loses_only_the_rest() {
 }
 
 #[test]
-fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
+fn redlock_clock_jump_breaks_mutual_exclusion_on_three_real_servers() {
     let _g = serial();
     if !require(
-        "replay::redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers",
+        "replay::redlock_clock_jump_breaks_mutual_exclusion_on_three_real_servers",
         &[REDIS, CC],
     ) {
         return;
@@ -212,6 +212,10 @@ fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
         "redlock",
         &[
             "redlock",
+            // Five instances with a clock jump are beyond the exact search
+            // today (docs/model.md); three show the same failure.
+            "--instances",
+            "3",
             "--faults",
             "clock-jump",
             "--invariants",
@@ -220,7 +224,7 @@ fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
     );
     let out = replays(&f, "mutual_exclusion");
     let servers = out.lines().filter(|l| l.contains(" 127.0.0.1:")).count();
-    assert_eq!(servers, 5, "{out}");
+    assert_eq!(servers, 3, "{out}");
     assert!(out.contains("(under the clock-shift shim)"), "{out}");
     // The model's jump (the TTL by default, 30 s) at the default 20x speed.
     assert!(
@@ -228,11 +232,11 @@ fn redlock_clock_jump_breaks_mutual_exclusion_on_five_real_servers() {
         "{out}"
     );
     assert!(
-        out.contains("as c1#1: real Redis granted it on 3 server(s), 3 needed"),
+        out.contains("as c1#1: real Redis granted it on 2 server(s), 2 needed"),
         "{out}"
     );
     assert!(
-        out.contains("as c2#1: real Redis granted it on 3 server(s), 3 needed"),
+        out.contains("as c2#1: real Redis granted it on 2 server(s), 2 needed"),
         "{out}"
     );
 }
