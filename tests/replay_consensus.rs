@@ -108,7 +108,7 @@ fn zookeeper_pause_expires_the_holders_session_on_real_zookeeper() {
         "{out}"
     );
     assert!(
-        out.contains("c2 believes it holds the lock: it entered on the real answer \"#3, nothing before it\" (a grant)"),
+        out.contains("c2 believes it holds the lock: it entered on the real answer \"#2, nothing before it\" (a grant)"),
         "{out}"
     );
     // The 30 s session at ZooKeeper's default 10x speed.
