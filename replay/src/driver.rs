@@ -1277,7 +1277,10 @@ impl Driver<'_> {
     /// expiry may really be there or gone: that reading is unsure.
     fn check(&self, st: &CState, s: usize, o: &Observed, unsure: &mut Vec<String>) -> Check {
         let node = &st.world.redis[s];
-        let slack = self.slack();
+        // The reading was taken after the step's own real work (a failover
+        // kills and promotes servers first): it is as late as now.
+        let lag = Instant::now().saturating_duration_since(self.t0 + self.map.at(st.now));
+        let slack = self.map.slack(System::Redis, self.max_late.max(lag));
         let mut close = false;
         let entry = node.lock.filter(|e| {
             if let Some(l) = time_left(st, e)
