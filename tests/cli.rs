@@ -1226,3 +1226,19 @@ fn an_unknown_network_semantics_is_refused() {
         "possible values: fifo, unordered",
     );
 }
+
+#[test]
+fn an_unknown_elapsed_clock_is_refused() {
+    common::rejects(
+        &["check", "redlock", "--elapsed-clock", "atomic"],
+        "possible values: wall, monotonic",
+    );
+}
+
+#[test]
+fn a_zero_state_bound_is_refused() {
+    common::rejects(
+        &["check", "naive-del", "--max-states", "0"],
+        "--max-states and --max-depth must be at least 1",
+    );
+}
