@@ -153,14 +153,7 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
             }
         }
         Cmd::Remove { rev } => {
-            let idx: Vec<usize> =
-                x.w.coord
-                    .entries
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| e.owner == c)
-                    .map(|(i, _)| i)
-                    .collect();
+            let idx = entries_of(x.w, c);
             let had =
                 x.w.coord
                     .entries
@@ -219,16 +212,20 @@ pub fn expire(x: &mut Ctx, c: u8) {
         "{}'s session expires: its lock entries are deleted",
         x.w.client_name(c)
     );
-    let idx: Vec<usize> =
-        x.w.coord
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.owner == c)
-            .map(|(i, _)| i)
-            .collect();
+    let idx = entries_of(x.w, c);
     delete(x, &idx);
     if !x.m.proto.watches_survive_session() {
         x.w.coord.watches.retain(|(watcher, _)| *watcher != c);
     }
+}
+
+/// Positions of client `c`'s lock entries in the service.
+fn entries_of(w: &World, c: u8) -> Vec<usize> {
+    w.coord
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.owner == c)
+        .map(|(i, _)| i)
+        .collect()
 }

@@ -71,20 +71,7 @@ fn lasting(ms: f64) -> String {
 
 /// How far `id`'s wall clock moved between two states, in ms.
 fn offset_change(before: &StateView, after: &StateView, id: &str) -> f64 {
-    let of = |s: &StateView| {
-        s.clients
-            .iter()
-            .find(|c| c.id == id)
-            .map(|c| c.clock_offset)
-            .or_else(|| {
-                s.servers
-                    .iter()
-                    .find(|v| v.id == id)
-                    .map(|v| v.clock_offset)
-            })
-            .unwrap_or(0.0)
-    };
-    of(after) - of(before)
+    scene::clock_offset(after, id) - scene::clock_offset(before, id)
 }
 
 /// Others that believe they hold the lock in `s`, as ", while c1 (paused)
