@@ -175,6 +175,16 @@ pub struct ModelArgs {
         help_heading = "Timing (with units: us, ms, s, m, h)"
     )]
     pub jump: Option<String>,
+    /// Clock-rate drift bound: every node's clock may run fast or slow by up
+    /// to this many parts per million, e.g. 100ppm (quartz: 10-100 ppm), so
+    /// the TTLs and timers it measures stand for a band of real time
+    /// [default: 0, clocks keep real time between jumps]
+    #[arg(
+        long,
+        value_name = "PPM",
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub clock_drift: Option<String>,
     /// How the network orders messages: `fifo` = one ordered TCP connection
     /// per client, server and channel, and a new connection after a timeout
     /// (what was sent on the old one may still arrive, in its own order);
@@ -311,6 +321,19 @@ pub fn range(name: &str, text: &str) -> Result<(Micros, Micros), Failure> {
             &format!("MIN..MAX or one duration, each {DURATION_FORMS}"),
         )
     })
+}
+
+/// `--clock-drift 100ppm` (or `100`) as parts per million.
+pub fn clock_drift(text: &str) -> Result<u32, Failure> {
+    let t = text.trim();
+    let digits = t.strip_suffix("ppm").unwrap_or(t).trim();
+    match digits.parse::<u32>() {
+        Ok(v) if v <= locklab_models::params::MAX_CLOCK_DRIFT_PPM => Ok(v),
+        _ => Err(Failure::input(format!(
+            "--clock-drift {text}: expected a whole number of parts per million from 0 to {} (10 %), optionally followed by ppm, for example 100ppm",
+            locklab_models::params::MAX_CLOCK_DRIFT_PPM
+        ))),
+    }
 }
 
 /// `--drift-factor 0.01` as parts per million, exactly (at most 6 decimals, 0..=1).
@@ -501,6 +524,9 @@ impl ModelArgs {
         }
         if let Some(t) = &self.drift_factor {
             p.drift_factor_ppm = drift_factor(t)?;
+        }
+        if let Some(t) = &self.clock_drift {
+            p.clock_drift_ppm = clock_drift(t)?;
         }
         p.renew_unchecked |= self.renew_unchecked;
         p.no_cancel |= self.no_cancel;

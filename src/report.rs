@@ -76,6 +76,7 @@ pub fn params_line(c: &Config) -> String {
                     format!("{name}={}..{hi}", duration_text(v))
                 }
                 "drift-factor-ppm" => format!("drift-factor={}", param_value(key, v)),
+                "clock-drift-ppm" => format!("clock-drift={v}ppm"),
                 _ => format!("{key}={}", param_value(key, v)),
             })
         })

@@ -123,7 +123,9 @@ pub fn verify(t: &Trace) -> Result<(), String> {
     let inv = locklab_models::Invariant::from_name(&t.invariant)
         .ok_or_else(|| format!("unknown invariant {:?} in the trace", t.invariant))?;
     let path = trace::actions(t).map_err(|e| e.to_string())?;
-    let want = trace::build_timed(&m, &path, inv, &t.engine, t.seed).map_err(|e| e.to_string())?;
+    let given = trace::given_answers(t);
+    let want = trace::build_answered(&m, &path, &given, inv, &t.engine, t.seed)
+        .map_err(|e| e.to_string())?;
     compare(&want, t)
 }
 
@@ -191,6 +193,7 @@ fn compare(want: &Trace, have: &Trace) -> Result<(), String> {
         check("label", w.label == h.label, &w.label, &h.label)?;
         check("message", w.message == h.message, &w.message, &h.message)?;
         check("events", w.events == h.events, &w.events, &h.events)?;
+        check("answers", w.answers == h.answers, &w.answers, &h.answers)?;
         check(
             "state",
             w.state == h.state,

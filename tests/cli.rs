@@ -1242,3 +1242,50 @@ fn a_zero_state_bound_is_refused() {
         "--max-states and --max-depth must be at least 1",
     );
 }
+
+#[test]
+fn a_bad_clock_drift_is_refused() {
+    common::rejects(
+        &["check", "redlock", "--clock-drift", "1.5"],
+        "--clock-drift 1.5: expected a whole number of parts per million",
+    );
+    common::rejects(
+        &["check", "redlock", "--clock-drift", "200000ppm"],
+        "from 0 to 100000",
+    );
+}
+
+#[test]
+fn a_clock_drift_past_what_redlocks_allowance_covers_loses_an_update() {
+    // One instance, a slow critical section: the 302 ms allowance at a 30 s
+    // TTL covers opposite drifts of the client's and the server's clocks up
+    // to 5,048 ppm each (docs/model.md, "Clock-rate drift").
+    let run = |ppm: &str| {
+        common::locklab(&[
+            "check",
+            "redlock",
+            "--instances",
+            "1",
+            "--quorum",
+            "1",
+            "--faults",
+            "slow",
+            "--clock-drift",
+            ppm,
+            "--invariants",
+            "no_lost_update",
+            "--no-fault-analysis",
+            "--color",
+            "never",
+        ])
+    };
+    let holds = run("5048ppm");
+    assert_eq!(holds.status.code(), Some(0), "{}", common::stdout(&holds));
+    assert!(common::stdout(&holds).contains("clock-drift=5048ppm"));
+    let breaks = run("5049ppm");
+    assert_eq!(breaks.status.code(), Some(1), "{}", common::stdout(&breaks));
+    let out = common::stdout(&breaks);
+    assert!(out.contains("VIOLATED in 15 steps"), "{out}");
+    assert!(out.contains("(its clock runs fast)"), "{out}");
+    assert!(out.contains("(its clock runs slow)"), "{out}");
+}

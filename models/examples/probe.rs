@@ -48,6 +48,7 @@ fn main() {
                     locklab_models::params::ElapsedClock::Wall
                 }
             }
+            "rho" => p.clock_drift_ppm = v.parse().unwrap(),
             "maxfaults" => p.max_faults = Some(v.parse().unwrap()),
             _ => panic!("unknown {k}"),
         }

@@ -252,11 +252,17 @@ impl Ctx<'_, '_> {
         }
     }
 
-    /// Is the key entry `e` (as `judge` judges it) still live now?
+    /// Is the key entry `e` (as `judge` judges it) still live now? The
+    /// server measures the key's age on its own clock (a jump of it is in
+    /// `shift`; a drift of its rate widens the answer's band).
     pub fn live(&mut self, e: &crate::world::Entry) -> bool {
         match e.exp.ttl {
             None => true,
-            Some(ttl) => self.t.ask(e.exp.since, ttl - e.exp.shift, false),
+            Some(ttl) => {
+                let bound = ttl - e.exp.shift;
+                let band = self.m.params.band(bound);
+                self.t.ask_band(e.exp.since, bound, band, false)
+            }
         }
     }
 }

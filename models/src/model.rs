@@ -135,14 +135,21 @@ impl LockModel {
                 hi: Some(p.step),
             };
         }
+        // Timers run on the client's own clock, so their length spans a
+        // band of real time when that clock's rate drifts; the work and a
+        // step take real time.
+        let timer = |d: Micros| {
+            let (lo, hi) = p.band(d);
+            (lo, Some(hi + p.step))
+        };
         let (lo, hi) = match w.kind {
             WaitKind::Start => (0, None),
-            WaitKind::Backoff => (p.retry, None),
-            WaitKind::Reply => (p.timeout, Some(p.timeout + p.step)),
+            WaitKind::Backoff => (p.band(p.retry).0, None),
+            WaitKind::Reply => timer(p.timeout),
             WaitKind::Work => (p.work_min, Some(p.work_max + p.step)),
             WaitKind::Slow => (p.work_min, None),
             WaitKind::Step => (0, Some(p.step)),
-            WaitKind::Renewal => (p.renew_every, Some(p.renew_every + p.step)),
+            WaitKind::Renewal => timer(p.renew_every),
         };
         Window { lo, hi }
     }
@@ -263,7 +270,7 @@ impl LockModel {
             if let Some(clk) = s {
                 out.push(Enabled {
                     action: Action::SessionExpires { client: i as u8 },
-                    guard: Some((*clk, self.params.ttl)),
+                    guard: Some((*clk, self.session_window().0)),
                 });
             }
         }
@@ -317,8 +324,15 @@ impl LockModel {
             }
         }
         for s in w.coord.sessions.iter().flatten() {
-            out.push((*s, self.params.ttl));
+            out.push((*s, self.session_window().1));
         }
+    }
+
+    /// When the consensus service expires a silent session (lease): its
+    /// TTL on the service's own clock, so a band of real time when that
+    /// clock's rate drifts.
+    pub fn session_window(&self) -> (Micros, Micros) {
+        self.params.band(self.params.ttl)
     }
 
     /// The largest constants a clock of this role is ever compared with
@@ -332,10 +346,12 @@ impl LockModel {
         let both = |c: Micros| (Some(c), Some(c));
         match role {
             // Liveness and validity questions compare both ways.
-            ClockRole::Key | ClockRole::T1 => both(p.ttl + jumps),
-            ClockRole::Replication => both((p.ttl + jumps).max(p.latency_max)),
+            // (A drifting clock's reading stands for a band of real time:
+            // its top is the largest constant.)
+            ClockRole::Key | ClockRole::T1 => both(p.band(p.ttl + jumps).1),
+            ClockRole::Replication => both(p.band(p.ttl + jumps).1.max(p.latency_max)),
             ClockRole::Down => both(p.down_for()),
-            ClockRole::Session => both(p.ttl),
+            ClockRole::Session => both(self.session_window().1),
             ClockRole::Pause => (None, p.pause_max),
             ClockRole::Wait(kind) => {
                 let w = Wait {

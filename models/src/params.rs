@@ -26,6 +26,9 @@ pub const TIME_MEANING: &str =
 pub const MAX_CLIENTS: u8 = 6;
 /// Largest number of Redlock instances the model supports.
 pub const MAX_INSTANCES: u8 = 9;
+/// Largest clock-rate drift accepted, in ppm: 10 %, far past any quartz
+/// (10–100 ppm) and past Redlock's default 1 % allowance.
+pub const MAX_CLOCK_DRIFT_PPM: u32 = 100_000;
 /// Largest value accepted for any duration: one day. Keeps every sum of
 /// constants far inside the zone engine's range.
 pub const MAX_DURATION: Micros = 86_400 * SEC;
@@ -339,6 +342,12 @@ pub struct Params {
     /// Redlock: the clock the client measures elapsed time with.
     #[serde(default, skip_serializing_if = "is_default")]
     pub elapsed_clock: ElapsedClock,
+    /// Clock-rate drift bound ρ, in parts per million: every node's clock
+    /// may run fast or slow by up to this much (`--clock-drift`), so its
+    /// timers and the TTLs it measures span a band of real times
+    /// ([`Params::band`]). 0: clocks keep real time between jumps.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub clock_drift_ppm: u32,
     /// A restarted (or failed-over) Redis stays unavailable a TTL and a bit.
     pub delayed_restart: bool,
     /// Where the resource checks tokens.
@@ -413,6 +422,7 @@ impl Params {
             quorum: instances / 2 + 1,
             drift_factor_ppm: 10_000,
             elapsed_clock: ElapsedClock::Wall,
+            clock_drift_ppm: 0,
             delayed_restart: false,
             resource_check: protocol.default_resource_check(),
             token_rule: TokenRule::Ge,
@@ -439,6 +449,24 @@ impl Params {
         let ttl_ms = (self.ttl / MS) as i128;
         let ms = ttl_ms * self.drift_factor_ppm as i128 / 1_000_000 + 2;
         ms as Micros * MS
+    }
+
+    /// The real times a node's clock may have measured when it reads `d`:
+    /// `(lo, hi)` with `lo = ⌊d / (1 + ρ)⌋` (the clock ran fast) and
+    /// `hi = ⌈d / (1 − ρ)⌉` (it ran slow), in whole µs, rounded outwards so
+    /// that every rate within ±ρ is covered. `(d, d)` when ρ = 0.
+    pub fn band(&self, d: Micros) -> (Micros, Micros) {
+        let rho = self.clock_drift_ppm as i128;
+        if rho == 0 {
+            return (d, d);
+        }
+        let floor = |n: i128, q: i128| n.div_euclid(q);
+        let ceil = |n: i128, q: i128| -(-n).div_euclid(q);
+        let n = d as i128 * 1_000_000;
+        (
+            floor(n, 1_000_000 + rho) as Micros,
+            ceil(n, 1_000_000 - rho) as Micros,
+        )
     }
 
     /// How long a delayed restart keeps an instance down: "a bit more than
@@ -563,6 +591,11 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "jump",
         help: "size of a clock jump",
+        only: None,
+    },
+    ParamInfo {
+        name: "clock-drift-ppm",
+        help: "clock-rate drift bound, in ppm: every node's clock may run this much fast or slow",
         only: None,
     },
     ParamInfo {
@@ -798,6 +831,7 @@ impl Params {
             range("quorum", self.quorum, 1, self.instances)?;
             range("drift-factor-ppm", self.drift_factor_ppm, 0, 1_000_000)?;
         }
+        range("clock-drift", self.clock_drift_ppm, 0, MAX_CLOCK_DRIFT_PPM)?;
         self.validate_resource(protocol)?;
         for k in FaultKind::ALL {
             let b = self.faults.get(k);

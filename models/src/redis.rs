@@ -71,8 +71,9 @@ fn live_entry(x: &mut Ctx, s: usize) -> Option<Entry> {
         EventKind::Expire,
         x.w.server_name(s as u8),
         None,
-        "lock {} has expired: deleted on access",
-        e.val.text()
+        "lock {} has expired{}: deleted on access",
+        e.val.text(),
+        x.t.drift_note()
     );
     replicate_later(x, s, ReplKind::Del, None);
     None

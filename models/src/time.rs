@@ -11,12 +11,16 @@
 //!
 //! * **arm a clock**: `reset()` gives a fresh handle that reads 0 now;
 //!   `copy(c)` a fresh handle that reads what `c` reads;
-//! * **ask a timing question** at the instant of the step: `le(c, b)` is
+//! * **ask a timing question** at the instant of the step: `ask(c, b)` is
 //!   "does `c` read at most `b` now?" (a Redis key is live while its age is
 //!   at most its TTL; a Redlock validity is still positive while its elapsed
 //!   time is below a bound). The zone engine answers both ways where the
 //!   zone allows both, and keeps the constraint each answer implies; the
-//!   concrete engine reads the clock;
+//!   concrete engine reads the clock. A question a node answers with its
+//!   own clock (`ask_band`) has a band of real times in which either answer
+//!   is possible, because that clock's rate may drift (`--clock-drift`);
+//!   there the concrete engine takes the answer it is given (a trace
+//!   records it) or, given none, the answer an exact clock would give;
 //! * nothing else: when a step may or must happen is declared apart from
 //!   the rules, as a *window* per pending event (see `model::windows`).
 
@@ -46,14 +50,33 @@ pub enum Fresh {
     Copy(Clk),
 }
 
-/// A timing question asked during a step, and the answer taken: `yes`
-/// means `clk ≤ bound` (or `< bound` when `strict`), `no` the complement.
+/// A timing question asked during a step, and the answer taken: "does
+/// `clk` read at most `bound` (less than `bound` when `strict`)?" `yes`
+/// needs the real time `clk ≤ hi` (`< hi`), `no` needs `clk > lo`
+/// (`≥ lo`). For a question on real time `lo = bound = hi`, so the answers
+/// are complements; for a node's own clock, whose rate may drift, `[lo,
+/// hi]` is the band of real times its reading of `bound` may stand for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ask {
     pub clk: Clk,
     pub bound: Micros,
+    pub lo: Micros,
+    pub hi: Micros,
     pub strict: bool,
     pub yes: bool,
+}
+
+impl Ask {
+    /// Whether the answer taken is possible when `clk` reads `x` (real time).
+    pub fn possible_at(&self, x: crate::engine::solve::Rational) -> bool {
+        use crate::engine::solve::Rational;
+        match (self.yes, self.strict) {
+            (true, false) => x <= Rational::integer(self.hi),
+            (true, true) => x < Rational::integer(self.hi),
+            (false, false) => x > Rational::integer(self.lo),
+            (false, true) => x >= Rational::integer(self.lo),
+        }
+    }
 }
 
 /// How a step's timing questions are answered.
@@ -61,8 +84,11 @@ pub enum Answers<'a> {
     /// Symbolic: answers follow `script`, then "yes"; the engine explores
     /// every answer sequence the zone allows.
     Script(&'a [bool]),
-    /// Concrete: each clock's value now, by handle (index 0 unused).
-    Values(&'a [crate::engine::solve::Rational]),
+    /// Concrete: each clock's value now, by handle (index 0 unused), and
+    /// the answers given for the step (a trace's record): the answer to
+    /// question `i` is `given[i]` if there is one, else what an exact clock
+    /// reads. The engine then checks every answer against the values.
+    Values(&'a [crate::engine::solve::Rational], &'a [bool]),
 }
 
 /// What a step does to time: the clocks it arms and the questions it asks.
@@ -108,25 +134,61 @@ impl<'a> TimeCtx<'a> {
     }
 
     /// Does `clk` read at most `bound` now (`strict`: less than `bound`)?
+    /// A question on real time.
     pub fn ask(&mut self, clk: Clk, bound: Micros, strict: bool) -> bool {
+        self.ask_band(clk, bound, (bound, bound), strict)
+    }
+
+    /// Does a node's own clock, measuring what `clk` measures, read at most
+    /// `bound` now? `band` = `(lo, hi)`: the real times that reading may
+    /// stand for (see [`Ask`]), e.g. from `Params::band`.
+    pub fn ask_band(
+        &mut self,
+        clk: Clk,
+        bound: Micros,
+        band: (Micros, Micros),
+        strict: bool,
+    ) -> bool {
+        let i = self.asks.len();
         let yes = match &self.answers {
-            Answers::Script(s) => s.get(self.asks.len()).copied().unwrap_or(true),
-            Answers::Values(v) => {
+            Answers::Script(s) => s.get(i).copied().unwrap_or(true),
+            Answers::Values(v, given) => given.get(i).copied().unwrap_or_else(|| {
                 let x = self.value(v, clk);
                 let b = crate::engine::solve::Rational::integer(bound);
                 if strict { x < b } else { x <= b }
-            }
+            }),
         };
         self.asks.push(Ask {
             clk,
             bound,
+            lo: band.0,
+            hi: band.1,
             strict,
             yes,
         });
         yes
     }
 
-    fn value(
+    /// For an event's text: how the last question's answer came about when
+    /// it is not what an exact clock gives (concrete engine only): a "no"
+    /// before the bound is reached in real time means the asking node's
+    /// clock runs fast, a "yes" past it that it runs slow. Empty otherwise.
+    pub fn drift_note(&self) -> &'static str {
+        let (Answers::Values(v, _), Some(a)) = (&self.answers, self.asks.last()) else {
+            return "";
+        };
+        let x = self.value(v, a.clk);
+        let b = crate::engine::solve::Rational::integer(a.bound);
+        let exact = if a.strict { x < b } else { x <= b };
+        match (exact, a.yes) {
+            (true, false) => " (its clock runs fast)",
+            (false, true) => " (its clock runs slow)",
+            _ => "",
+        }
+    }
+
+    /// What `clk` reads now, in the concrete engine.
+    pub fn value(
         &self,
         v: &[crate::engine::solve::Rational],
         clk: Clk,

@@ -168,7 +168,8 @@ pub fn build(
         .zip(times.iter().skip(1))
         .map(|((a, _), t)| (*a, *t))
         .collect();
-    build_timed(m, &steps, inv, engine, seed)
+    let answers: Vec<Vec<bool>> = path.iter().map(|(_, ans)| ans.clone()).collect();
+    build_answered(m, &steps, &answers, inv, engine, seed)
 }
 
 /// Replays `steps`, each at its exact time in µs, from the initial state,
@@ -178,6 +179,20 @@ pub fn build(
 pub fn build_timed(
     m: &LockModel,
     path: &[(Action, Rational)],
+    inv: Invariant,
+    engine: &str,
+    seed: Option<u64>,
+) -> Result<Trace, ReplayError> {
+    build_answered(m, path, &[], inv, engine, seed)
+}
+
+/// [`build_timed`] with the answers `given` to each step's timing
+/// questions (see [`LockModel::cstep_given`]; a step with none given is
+/// answered as an exact clock reads).
+pub fn build_answered(
+    m: &LockModel,
+    path: &[(Action, Rational)],
+    given: &[Vec<bool>],
     inv: Invariant,
     engine: &str,
     seed: Option<u64>,
@@ -205,16 +220,20 @@ pub fn build_timed(
         };
         let actor = m.actor(&s.world, a);
         let mut log = Log::on();
-        s = m.cstep(&s, a, *at, &mut log).map_err(|e| {
-            err(
-                Some(index),
-                format!(
-                    "{} at {}: {e}",
-                    action_text(a),
-                    crate::units::show_rational(*at)
-                ),
-            )
-        })?;
+        let given_here = given.get(i).map_or(&[][..], Vec::as_slice);
+        let (next, answers) = m
+            .cstep_given(&s, a, *at, given_here, &mut log)
+            .map_err(|e| {
+                err(
+                    Some(index),
+                    format!(
+                        "{} at {}: {e}",
+                        action_text(a),
+                        crate::units::show_rational(*at)
+                    ),
+                )
+            })?;
+        s = next;
         clocks.record(a);
         if let Some(k) = faults::kind_of(a)
             && !used.contains(&k)
@@ -242,6 +261,12 @@ pub fn build_timed(
             events,
             state: view(m, &s, &clocks),
             violations,
+            // With drifting clocks the time does not decide the answers.
+            answers: if m.params.clock_drift_ppm > 0 {
+                answers
+            } else {
+                Vec::new()
+            },
         });
     }
     let Some(vstep) = first_violation else {
@@ -316,7 +341,8 @@ pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
         )
     })?;
     let path = actions(t)?;
-    let rebuilt = build_timed(&m, &path, inv, &t.engine, t.seed)?;
+    let given = given_answers(t);
+    let rebuilt = build_answered(&m, &path, &given, inv, &t.engine, t.seed)?;
     if rebuilt.initial != t.initial {
         return Err(err(None, "the initial state does not match the model's"));
     }
@@ -344,10 +370,17 @@ pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
         ));
     }
     let mut s = m.cinit();
-    for (a, at) in &path {
+    for (i, (a, at)) in path.iter().enumerate() {
         s = m
-            .cstep(&s, a, *at, &mut Log::off())
-            .map_err(|e| err(None, e.0))?;
+            .cstep_given(&s, a, *at, &given[i], &mut Log::off())
+            .map_err(|e| err(None, e.0))?
+            .0;
     }
     Ok((m, s.world))
+}
+
+/// The answers a trace records for each step's timing questions (empty
+/// where the step's time decides them).
+pub fn given_answers(t: &Trace) -> Vec<Vec<bool>> {
+    t.steps.iter().map(|s| s.answers.clone()).collect()
 }

@@ -188,7 +188,6 @@ fn at_default_parameters_fault_free_every_protocol_holds_every_invariant() {
 }
 
 #[test]
-#[ignore = "about a minute in release: 3-instance Redlock zones (cargo test --release -- --ignored)"]
 fn redlock_fault_free_holds_with_three_instances() {
     let m = model_with("redlock", &[], |p| {
         p.instances = 3;
@@ -380,4 +379,97 @@ fn a_monotonic_elapsed_clock_ignores_the_clients_clock_jumps() {
     )));
     let (mono, exhaustive) = run(locklab_models::params::ElapsedClock::Monotonic);
     assert!(mono.is_none() && exhaustive);
+}
+
+/// One-instance Redlock with a slow critical section and clocks whose rate
+/// may drift by `ppm`: does an update get lost?
+fn redlock_drift_loses(ppm: u32) -> Option<Vec<locklab_models::search::PathStep>> {
+    let m = model_with("redlock", &[Slow], |p| {
+        p.instances = 1;
+        p.quorum = 1;
+        p.clock_drift_ppm = ppm;
+    });
+    let r = check(&m, &[NoLostUpdate]);
+    if r.violations.is_empty() {
+        assert!(r.exhaustive());
+        assert!(r.max_accepted_writes >= 2, "both clients can write");
+    }
+    r.violations.get(&NoLostUpdate).cloned()
+}
+
+#[test]
+fn redlock_loses_an_update_exactly_when_rate_drift_outruns_its_allowance() {
+    // The client's clock runs slow, so its validity (TTL - elapsed - D, on
+    // its clock) lasts up to hi(TTL - D) of real time; the server's runs
+    // fast, so the key may be gone at lo(TTL). The client writes up to a
+    // step after its last check; the other client reads two shortest
+    // legs after the key's expiry at the earliest. Lost iff
+    // hi(TTL - D) + step > lo(TTL) + 2 latency_min, by exact µs bands.
+    let p = model_with("redlock", &[], |_| {}).params;
+    let predicts = |ppm: u32| {
+        let q = locklab_models::Params {
+            clock_drift_ppm: ppm,
+            ..p.clone()
+        };
+        q.band(q.ttl - q.drift_allowance()).1 + q.step > q.band(q.ttl).0 + 2 * q.latency_min
+    };
+    let threshold = (0..=100_000u32)
+        .find(|r| predicts(*r))
+        .expect("some drift breaks it");
+    // The allowance covers about D / (2 TTL - D): roughly 0.5 % each way.
+    assert!((5_000..5_100).contains(&threshold), "{threshold}");
+    assert!(redlock_drift_loses(0).is_none(), "no drift");
+    assert!(
+        redlock_drift_loses(threshold - 1).is_none(),
+        "{} ppm",
+        threshold - 1
+    );
+    let path = redlock_drift_loses(threshold).expect("breaks at the threshold");
+    let m = model_with("redlock", &[Slow], |q| {
+        q.instances = 1;
+        q.quorum = 1;
+        q.clock_drift_ppm = threshold;
+    });
+    validated(&m, NoLostUpdate, &path);
+}
+
+#[test]
+fn a_drifting_trace_records_its_answers_and_refuses_forged_ones() {
+    let ppm = 6_000;
+    let m = model_with("redlock", &[Slow], |p| {
+        p.instances = 1;
+        p.quorum = 1;
+        p.clock_drift_ppm = ppm;
+    });
+    let path = redlock_drift_loses(ppm).expect("breaks");
+    let t = trace::build(&m, &path, NoLostUpdate, "check", None).expect("builds");
+    // Every step that asked a timing question records its answers.
+    let asked: Vec<usize> = (0..t.steps.len())
+        .filter(|i| !t.steps[*i].answers.is_empty())
+        .collect();
+    assert!(!asked.is_empty(), "some step asks a timing question");
+    let back: locklab_traces::Trace = serde_json::from_str(&t.to_json()).expect("reads back");
+    trace::validate(&back).expect("validates");
+    // Some answer in the trace was taken inside a drift band, against
+    // what an exact clock reads: without the record it would not replay.
+    let mut bare = back.clone();
+    for s in &mut bare.steps {
+        s.answers.clear();
+    }
+    assert!(trace::validate(&bare).is_err(), "the record matters");
+    // Flipping any recorded answer is refused.
+    for i in asked {
+        let mut forged = back.clone();
+        forged.steps[i].answers[0] = !forged.steps[i].answers[0];
+        assert!(trace::validate(&forged).is_err(), "step {}", i + 1);
+    }
+    // Without drift, traces carry no answers (the time tells).
+    let exact = model_with("get-del", &[], |p| {
+        p.work_min = parse("29.99s").unwrap();
+        p.work_max = parse("30s").unwrap();
+    });
+    let r = check(&exact, &[Ownership]);
+    let t = trace::build(&exact, &r.violations[&Ownership], Ownership, "check", None).unwrap();
+    assert!(t.steps.iter().all(|s| s.answers.is_empty()));
+    assert!(!t.to_json().contains("\"answers\""));
 }

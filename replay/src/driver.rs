@@ -102,14 +102,11 @@ fn answered(m: &LockModel, path: &[(Action, Rational)]) -> Result<Vec<(Action, V
     let mut st = m.cinit();
     let mut out = Vec::with_capacity(path.len());
     for (i, (a, at)) in path.iter().enumerate() {
-        let values: Vec<Rational> = st.born.iter().map(|b| *at - *b).collect();
-        let mut w = st.world.clone();
-        let mut t = TimeCtx::new(st.born.len() - 1, Answers::Values(&values));
-        m.apply(&mut w, a, &mut t, &mut Log::off());
-        out.push((*a, t.asks.iter().map(|x| x.yes).collect()));
-        st = m
-            .cstep(&st, a, *at, &mut Log::off())
+        let (next, answers) = m
+            .cstep_given(&st, a, *at, &[], &mut Log::off())
             .map_err(|e| Error::Input(format!("step {} does not replay: {e}", i + 1)))?;
+        out.push((*a, answers));
+        st = next;
     }
     Ok(out)
 }
@@ -941,7 +938,7 @@ impl Driver<'_> {
         let values: Vec<Rational> = st.born.iter().map(|b| at - *b).collect();
         let base = st.born.len() - 1;
         let mut probe = w.clone();
-        let mut t = TimeCtx::new(base, Answers::Values(&values));
+        let mut t = TimeCtx::new(base, Answers::Values(&values, &[]));
         let model = redis::execute(
             &mut Ctx {
                 m: self.m,

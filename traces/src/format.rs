@@ -98,6 +98,12 @@ pub struct Step {
     pub state: StateView,
     /// Invariants violated in `state` (empty for all but the last steps).
     pub violations: Vec<String>,
+    /// The answers the step's timing questions took, in the order asked,
+    /// when clocks may drift in rate (`clock_drift_ppm` > 0): within a
+    /// drift band either answer is possible, so the time alone does not
+    /// tell which. Absent when clocks keep real time (the time tells).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<bool>,
 }
 
 /// Something that happened during a step. Renderers draw these.

@@ -64,7 +64,8 @@ impl LockModel {
 
     /// Takes `action` at time `at`, checking that time may pass until then
     /// (no deadline is missed), that the step is enabled and its guard
-    /// met. Returns the next state and the step's events.
+    /// met. Returns the next state and the step's events. Timing questions
+    /// get the answers an exact clock gives.
     pub fn cstep(
         &self,
         s: &CState,
@@ -72,6 +73,23 @@ impl LockModel {
         at: Rational,
         log: &mut Log,
     ) -> Result<CState, TimingError> {
+        self.cstep_given(s, action, at, &[], log)
+            .map(|(next, _)| next)
+    }
+
+    /// [`LockModel::cstep`] with the answers `given` to the step's timing
+    /// questions (in the order asked; missing ones as an exact clock
+    /// answers), each checked against the time: an answer a drifting clock
+    /// could give is accepted, any other is an error. Returns the next
+    /// state and the answers taken.
+    pub fn cstep_given(
+        &self,
+        s: &CState,
+        action: &Action,
+        at: Rational,
+        given: &[bool],
+        log: &mut Log,
+    ) -> Result<(CState, Vec<bool>), TimingError> {
         if at < s.now {
             return Err(TimingError(format!(
                 "it happens at {} but the step before it was at {}",
@@ -108,8 +126,29 @@ impl LockModel {
         let values: Vec<Rational> = s.born.iter().map(|b| at - *b).collect();
         let n = s.born.len() - 1;
         let mut w = s.world.clone();
-        let mut t = TimeCtx::new(n, Answers::Values(&values));
+        let mut t = TimeCtx::new(n, Answers::Values(&values, given));
         self.apply(&mut w, action, &mut t, log);
+        if given.len() > t.asks.len() {
+            return Err(TimingError(format!(
+                "{} answers are given for {} timing questions",
+                given.len(),
+                t.asks.len()
+            )));
+        }
+        for a in &t.asks {
+            let x = t.value(&values, a.clk);
+            if !a.possible_at(x) {
+                let what = if a.yes { "at most" } else { "more than" };
+                return Err(TimingError(format!(
+                    "a clock that reads {} is taken to read {what} {} (possible from {} to {} with its rate drift)",
+                    us(x),
+                    crate::units::show(a.bound),
+                    crate::units::show(a.lo),
+                    crate::units::show(a.hi)
+                )));
+            }
+        }
+        let answers: Vec<bool> = t.asks.iter().map(|a| a.yes).collect();
         let slots = relayout(&mut w, n, &t.fresh);
         let mut born: Vec<Rational> = slots
             .iter()
@@ -121,11 +160,14 @@ impl LockModel {
         while let Some(order) = renumber(&mut w) {
             born = order.iter().map(|o| born[*o]).collect();
         }
-        Ok(CState {
-            world: w,
-            born,
-            now: at,
-        })
+        Ok((
+            CState {
+                world: w,
+                born,
+                now: at,
+            },
+            answers,
+        ))
     }
 
     /// Exact times for a symbolic path (steps with the answers their timing
@@ -175,12 +217,12 @@ impl LockModel {
             for a in &t.asks {
                 let j = self.born_of(&born, n, &t.fresh, a.clk, k);
                 cs.push(match (a.yes, a.strict, margin) {
-                    (true, false, 0) => Diff::le(k, j, a.bound),
-                    (true, true, 0) => Diff::lt(k, j, a.bound),
-                    (false, false, 0) => Diff::lt(j, k, -a.bound),
-                    (false, true, 0) => Diff::le(j, k, -a.bound),
-                    (true, _, m) => Diff::le(k, j, a.bound - m),
-                    (false, _, m) => Diff::le(j, k, -(a.bound + m)),
+                    (true, false, 0) => Diff::le(k, j, a.hi),
+                    (true, true, 0) => Diff::lt(k, j, a.hi),
+                    (false, false, 0) => Diff::lt(j, k, -a.lo),
+                    (false, true, 0) => Diff::le(j, k, -a.lo),
+                    (true, _, m) => Diff::le(k, j, a.hi - m),
+                    (false, _, m) => Diff::le(j, k, -(a.lo + m)),
                 });
             }
             let slots = relayout(&mut w, n, &t.fresh);

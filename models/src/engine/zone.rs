@@ -142,14 +142,15 @@ fn at_least(z: &mut Dbm, clk: Clk, lo: Micros) -> bool {
     z.constrain(0, clk.0 as usize, Bound::le(-lo))
 }
 
-/// The constraint an answer implies.
+/// The constraint an answer implies (see [`Ask`]: "yes" bounds the clock
+/// by the top of its band, "no" by the bottom).
 fn answer(z: &mut Dbm, a: &Ask) -> bool {
     let x = a.clk.0 as usize;
     match (a.yes, a.strict) {
-        (true, false) => z.constrain(x, 0, Bound::le(a.bound)),
-        (true, true) => z.constrain(x, 0, Bound::lt(a.bound)),
-        (false, false) => z.constrain(0, x, Bound::lt(-a.bound)),
-        (false, true) => z.constrain(0, x, Bound::le(-a.bound)),
+        (true, false) => z.constrain(x, 0, Bound::le(a.hi)),
+        (true, true) => z.constrain(x, 0, Bound::lt(a.hi)),
+        (false, false) => z.constrain(0, x, Bound::lt(-a.lo)),
+        (false, true) => z.constrain(0, x, Bound::le(-a.lo)),
     }
 }
 

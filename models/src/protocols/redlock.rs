@@ -70,12 +70,15 @@ fn unlock_all(x: &mut Ctx, c: u8) {
 /// Is the validity still positive by client `c`'s own clock? validity =
 /// TTL − elapsed − drift > 0, elapsed measured since T1 on its wall clock
 /// (so shifted by any jump of that clock since), that is: the real time
-/// since T1 is below TTL − drift − shift.
+/// since T1 is below TTL − drift − shift, as that clock measures it (a
+/// drift of its rate widens the answer's band; a monotonic clock drifts
+/// too).
 fn valid(x: &mut Ctx, c: u8) -> bool {
     let cl = &x.w.clients[c as usize];
     let Some(t1) = cl.t1 else { return false };
     let bound = x.m.params.ttl - x.m.params.drift_allowance() - cl.t1_shift;
-    x.t.ask(t1, bound, true)
+    let band = x.m.params.band(bound);
+    x.t.ask_band(t1, bound, band, true)
 }
 
 /// Every vote is in (or timed out): acquired, or unlock everything and retry.
@@ -97,7 +100,8 @@ fn decide(x: &mut Ctx, c: u8) {
             EventKind::Note,
             x.w.client_name(c),
             None,
-            "{yes} of {n} instances said OK (quorum {q}), in time by its own clock (validity = TTL - elapsed - {allowance} > 0)"
+            "{yes} of {n} instances said OK (quorum {q}), in time by its own clock{} (validity = TTL - elapsed - {allowance} > 0)",
+            x.t.drift_note()
         );
         x.enter_cs(c, None);
     } else {
@@ -193,7 +197,8 @@ impl Protocol for Redlock {
                 EventKind::Note,
                 x.w.client_name(c),
                 None,
-                "checks its validity: still positive by its own clock; the write comes next"
+                "checks its validity: still positive by its own clock{}; the write comes next",
+                x.t.drift_note()
             );
             x.due(c, Phase::Write);
         } else {

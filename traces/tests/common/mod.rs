@@ -115,6 +115,7 @@ impl Builder {
             events,
             state: self.state.clone(),
             violations: vec![],
+            answers: vec![],
         });
     }
 }
