@@ -1,6 +1,6 @@
 //! `locklab trace against PROTOCOL FILE`: run a counterexample's schedule
 //! against another protocol (or the same one with other knobs) and show
-//! where the fix blocks it (design §5b).
+//! where the fix blocks it (README.md, "Rendering traces").
 
 use crate::options::ModelArgs;
 use crate::util::{EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure};

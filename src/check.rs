@@ -126,10 +126,10 @@ fn subsets(kinds: &[FaultKind], size: usize) -> Vec<Vec<FaultKind>> {
     out
 }
 
-/// The smallest sets of fault kinds with which `inv` still breaks (design
-/// §5b: pause alone? clock jump alone?). Searches every set no larger than
-/// the one the counterexample used, smallest first, each with only that set
-/// switched on. Returns the sets found and whether every smaller set was
+/// The smallest sets of fault kinds with which `inv` still breaks (pause
+/// alone? clock jump alone? README.md, "How to read a trace"). Searches
+/// every set no larger than the one the counterexample used, smallest
+/// first, each with only that set switched on. Returns the sets found and whether every smaller set was
 /// shown safe by an exhaustive search.
 fn minimal_fault_sets(
     m: &LockModel,

@@ -33,7 +33,7 @@ pub enum Command {
     List(crate::list::ListArgs),
     /// Step through a protocol's zone graph in stateright's web Explorer (on 127.0.0.1):
     /// each state is a world with the zone of its clock values (µs), each step an action
-    /// with the answers its timing questions took
+    /// with the answers its timing questions took (needs the `explore` feature, on by default)
     #[command(allow_negative_numbers = true)]
     Explore(ExploreArgs),
     /// Read trace files: render, explain, validate, or run a schedule against another protocol
@@ -99,6 +99,7 @@ pub struct ExploreArgs {
     pub port: Option<u16>,
 }
 
+#[cfg(feature = "explore")]
 fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
     use stateright::Model;
     let mut addr = args.addr;
@@ -144,6 +145,15 @@ fn explore(args: &ExploreArgs) -> Result<i32, Failure> {
     // state is a world with the zone of its clock values.
     let _checker = locklab_models::explore::ZoneModel(m).checker().serve(addr);
     Ok(0)
+}
+
+/// Without stateright there is no Explorer to serve: say how to get one.
+#[cfg(not(feature = "explore"))]
+fn explore(_: &ExploreArgs) -> Result<i32, Failure> {
+    Err(Failure::input(
+        "this locklab was built without the `explore` feature, so it has no Explorer; \
+         rebuild with default features (cargo install --path .) or with --features explore",
+    ))
 }
 
 pub fn run() -> i32 {

@@ -34,7 +34,7 @@ pub fn stdout_color() -> bool {
     }
 }
 
-/// Exit codes (design §5).
+/// Exit codes (README.md, "Commands").
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_VIOLATION: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;

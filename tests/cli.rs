@@ -455,6 +455,16 @@ fn check_all_prints_the_ladder_matrix() {
     );
 }
 
+#[cfg(not(feature = "explore"))]
+#[test]
+fn explore_without_the_feature_says_so() {
+    rejects(
+        &["explore", "naive-del"],
+        "built without the `explore` feature",
+    );
+}
+
+#[cfg(feature = "explore")]
 #[test]
 fn explore_serves_the_state_space_on_loopback() {
     use std::io::{Read, Write};
@@ -800,6 +810,7 @@ fn a_trace_with_forged_text_is_refused_naming_the_field() {
     }
 }
 
+#[cfg(feature = "explore")]
 #[test]
 fn explore_refuses_a_taken_port_and_finds_a_free_one() {
     use std::io::{BufRead, Read, Write};

@@ -1,5 +1,5 @@
 //! The consensus-backed lock service, with the semantics ZooKeeper and etcd
-//! give (semantics.md §5, §6):
+//! give (docs/semantics.md §5, §6):
 //!
 //! * linearizable: each request runs atomically, in one step;
 //! * nothing is lost when its leader changes, so restarts and failovers are

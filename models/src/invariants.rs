@@ -1,7 +1,8 @@
-//! The safety invariants (design §4). Each is a predicate on one world
-//! state; facts about transitions (a `DEL` that removed someone else's lock,
-//! a token that went backwards) are recorded in the state's ghost fields by
-//! the transition that causes them, so the state they produce ends a trace.
+//! The safety invariants (docs/model.md, "Invariants"). Each is a predicate
+//! on one world state; facts about transitions (a `DEL` that removed someone
+//! else's lock, a token that went backwards) are recorded in the state's
+//! ghost fields by the transition that causes them, so the state they
+//! produce ends a trace.
 
 use crate::model::LockModel;
 use crate::protocols::Protocol;

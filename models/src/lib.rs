@@ -10,7 +10,9 @@
 //! * [`faults`]: every fault kind, when it may strike and what it does.
 //! * [`resource`]: the protected counter and its fencing-token checks.
 //! * [`invariants`]: the safety properties.
-//! * [`model`]: the transition function (also a `stateright::Model`).
+//! * [`model`]: the transition function.
+//! * `explore` (with the default feature `explore`): the same transitions as
+//!   a `stateright::Model` over zone states, for stateright's Explorer.
 //! * [`canon`], [`search`]: symmetry reduction and the shortest-path search.
 //! * [`trace`], [`view`]: trace files, built and validated by replay.
 
@@ -19,6 +21,7 @@ pub mod canon;
 pub mod client;
 pub mod coord;
 pub mod engine;
+#[cfg(feature = "explore")]
 pub mod explore;
 pub mod faults;
 pub mod invariants;

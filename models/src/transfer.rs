@@ -1,5 +1,5 @@
 //! Running one protocol's counterexample schedule against another protocol
-//! (design §5b): "does the fix block it, and where?"
+//! (README.md, "Rendering traces"): "does the fix block it, and where?"
 //!
 //! A schedule is what the environment did: which client stepped when,
 //! which message arrived in which order, which fault struck when, how much

@@ -107,7 +107,7 @@ fn which_token_checks_keep_the_resource_correct() {
     assert!(!fenced(None, Gt).0);
     // The article's write-only check is not enough for a read-modify-write
     // client: the stale write can land before the new holder's first
-    // write, which then overwrites it (semantics.md §7.2 P1).
+    // write, which then overwrites it (docs/semantics.md §7.2 P1).
     assert!(!fenced(Write, Ge).0);
     assert!(!fenced(Write, Gt).0);
     // Fencing the reads too keeps the counter correct ...

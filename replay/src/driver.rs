@@ -68,7 +68,7 @@ pub const REDIS_PROTOCOLS: &[&str] = &[
     "fencing-redis",
 ];
 
-/// The compare-and-delete release (semantics.md §1, real-redis.md §2).
+/// The compare-and-delete release (docs/semantics.md §1.3, §9).
 const UNLOCK: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#;
 /// The checked renewal: compare-and-PEXPIRE (Redisson's watchdog).
 const EXTEND: &str = r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("pexpire",KEYS[1],ARGV[2]) else return 0 end"#;
@@ -1115,7 +1115,7 @@ impl Driver<'_> {
         format!("kill -9 {} (pid {pid}): it loses everything", self.name(s))
     }
 
-    /// The replicated pair's failover (real-redis.md §5): the replica was
+    /// The replicated pair's failover (docs/semantics.md §9): the replica was
     /// frozen and cut off before the first write the model loses (or, if
     /// it loses none, catches up now); the primary is killed, the replica
     /// thawed and promoted with `REPLICAOF NO ONE`.
@@ -1155,7 +1155,7 @@ impl Driver<'_> {
     /// will lose: once it has applied everything so far, freeze it
     /// (SIGSTOP) and sever its link from the primary (`CLIENT KILL TYPE
     /// replica`); a frozen replica alone would still receive the write
-    /// through its socket buffer (real-redis.md §5).
+    /// through its socket buffer (docs/semantics.md §9).
     fn cut_replica(&mut self, w: &World) -> Result<String, Error> {
         let p = w.primary() as usize;
         let r = replica(w)?;

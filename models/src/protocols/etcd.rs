@@ -1,4 +1,4 @@
-//! `etcd`: `concurrency.Mutex` on a lease (semantics.md §6): one
+//! `etcd`: `concurrency.Mutex` on a lease (docs/semantics.md §6): one
 //! transaction puts the client's key if it has none
 //! (`CreateRevision(myKey) == 0`) and reads the owner; the key with the
 //! lowest create revision holds; otherwise wait for the keys with lower

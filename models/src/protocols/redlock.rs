@@ -1,6 +1,6 @@
 //! `redlock`, as the "Distributed Locks with Redis" page specifies it and
 //! the reference clients (redlock-rb, redlock-py, node-redlock) implement it
-//! (semantics.md §2):
+//! (docs/semantics.md §2):
 //!
 //! 1. take T1 from the client's own wall clock;
 //! 2. send `SET lock v NX PX ttl` to all N independent instances (the page's

@@ -1,11 +1,11 @@
 //! `zookeeper`: the official lock recipe as Curator's `InterProcessMutex`
-//! runs it (semantics.md §5): create an ephemeral sequential node; list the
-//! children; the lowest holds; otherwise watch only the node just before
-//! yours and look again when it goes. The session's heartbeat keeps the
-//! node; when the session expires the ensemble deletes it and fires the
-//! watches — but the paused holder is told nothing until it talks to the
-//! ensemble again. Optional fencing: the node's czxid (its creation
-//! revision) is the token (`--resource-check`).
+//! runs it (docs/semantics.md §5): create an ephemeral sequential node;
+//! list the children; the lowest holds; otherwise watch only the node
+//! just before yours and look again when it goes. The session's heartbeat
+//! keeps the node; when the session expires the ensemble deletes it and
+//! fires the watches — but the paused holder is told nothing until it
+//! talks to the ensemble again. Optional fencing: the node's czxid (its
+//! creation revision) is the token (`--resource-check`).
 
 use super::{CONSENSUS_FAULTS, Protocol, Renewal, Service, coord_client as cc};
 use crate::client::{Ctx, ignore};
