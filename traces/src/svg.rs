@@ -240,13 +240,27 @@ impl Svg {
         );
     }
     fn text(&mut self, x: f64, y: f64, style: &str, s: &str) {
+        self.titled(x, y, style, s, None);
+    }
+    /// Text with an optional `<title>`: the tooltip a viewer shows on hover.
+    fn titled(&mut self, x: f64, y: f64, style: &str, s: &str, title: Option<&str>) {
+        let title = title
+            .map(|t| format!("<title>{}</title>", esc(t)))
+            .unwrap_or_default();
         let _ = writeln!(
             self.out,
-            r#"<text x="{}" y="{}" {style}>{}</text>"#,
+            r#"<text x="{}" y="{}" {style}>{}{title}</text>"#,
             n(x),
             n(y),
             esc(s)
         );
+    }
+    /// Text cut to fit `width` pixels at font size `size`. A cut label
+    /// carries its full text as a `<title>`, so nothing the ellipsis hides
+    /// is lost: hovering shows it.
+    fn fitted(&mut self, x: f64, y: f64, style: &str, s: &str, size: f64, width: f64) {
+        let shown = fit(s, size, width);
+        self.titled(x, y, style, &shown, (shown != s).then_some(s));
     }
     /// An arrowhead at (x, y) pointing along (dx, dy).
     fn head(&mut self, x: f64, y: f64, dx: f64, dy: f64, fill: &str) {
@@ -526,11 +540,13 @@ fn header(s: &mut Svg, t: &Trace, g: &Geometry, standalone: bool) {
             r#"font-size="21" font-weight="700""#,
             &format!("{} · {} broken", t.config.protocol, t.invariant),
         );
-        s.text(
+        s.fitted(
             LEFT,
             60.0,
             &format!(r#"font-size="14" fill="{RED}""#),
-            &fit(&t.violation, 14.0, g.width - 2.0 * LEFT),
+            &t.violation,
+            14.0,
+            g.width - 2.0 * LEFT,
         );
         let faults = if t.faults_used.is_empty() {
             "no fault".to_string()
@@ -638,11 +654,13 @@ fn header(s: &mut Svg, t: &Trace, g: &Geometry, standalone: bool) {
             r#"text-anchor="middle" font-size="13.5" font-weight="700""#,
             &p.id,
         );
-        s.text(
+        s.fitted(
             g.lane_x[i],
             top + 31.0,
             &format!(r#"text-anchor="middle" font-size="10.5" fill="{MUTED}""#),
-            &fit(&p.label, 10.5, r - l - 22.0),
+            &p.label,
+            10.5,
+            r - l - 22.0,
         );
     }
     s.text(
@@ -1291,14 +1309,16 @@ fn messages(s: &mut Svg, t: &Trace, g: &Geometry, flights: &[Flight]) {
                 })
                 .collect();
             let right = x1 > x0;
-            s.text(
+            s.fitted(
                 if right { x0 + 10.0 } else { x0 - 10.0 },
                 y0 - 5.0,
                 &format!(
                     r##"text-anchor="{}" font-family="{MONO}" font-size="10.5" fill="#334155" {HALO}"##,
                     if right { "start" } else { "end" }
                 ),
-                &fit(&format!("{} → {}", f.text, summary.join(" · ")), 10.5, 300.0),
+                &format!("{} → {}", f.text, summary.join(" · ")),
+                10.5,
+                300.0,
             );
             continue;
         }
@@ -1342,7 +1362,14 @@ fn messages(s: &mut Svg, t: &Trace, g: &Geometry, flights: &[Flight]) {
             show_ms(flown)
         );
         let len = ((lx1 - lx0).powi(2) + (ly1 - ly0).powi(2)).sqrt();
-        let text = fit(&text, 10.5, (len - 24.0).max(40.0));
+        let shown = fit(&text, 10.5, (len - 24.0).max(40.0));
+        // The tooltip always says where the message went and how long it
+        // flew; a cut label puts its full text first.
+        let tip = if shown == text {
+            tip
+        } else {
+            format!("{text} — {tip}")
+        };
         let (mx, my) = ((lx0 + lx1) / 2.0, (ly0 + ly1) / 2.0);
         let mut angle = (ly1 - ly0).atan2(lx1 - lx0).to_degrees();
         if angle > 90.0 {
@@ -1350,16 +1377,17 @@ fn messages(s: &mut Svg, t: &Trace, g: &Geometry, flights: &[Flight]) {
         } else if angle < -90.0 {
             angle += 180.0;
         }
-        let _ = writeln!(
-            s.out,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-family="{MONO}" font-size="10.5" fill="{ink}" transform="rotate({} {} {})" {HALO}>{}<title>{}</title></text>"#,
-            n(mx),
-            n(my - 4.0),
-            n(angle),
-            n(mx),
-            n(my),
-            esc(&text),
-            esc(&tip)
+        s.titled(
+            mx,
+            my - 4.0,
+            &format!(
+                r#"text-anchor="middle" font-family="{MONO}" font-size="10.5" fill="{ink}" transform="rotate({} {} {})" {HALO}"#,
+                n(angle),
+                n(mx),
+                n(my)
+            ),
+            &shown,
+            Some(&tip),
         );
     }
     // Same-step exchanges: reads, writes, rejections, replication.
@@ -1401,11 +1429,13 @@ fn messages(s: &mut Svg, t: &Trace, g: &Geometry, flights: &[Flight]) {
             }
             let near = if xb > xa { x1 - 12.0 } else { x1 + 12.0 };
             let anchor = if xb > xa { "end" } else { "start" };
-            s.text(
+            s.fitted(
                 near,
                 y - 4.0,
                 &format!(r#"text-anchor="{anchor}" font-family="{MONO}" font-size="10.5" fill="{ink}" {HALO}"#),
-                &fit(&text, 10.5, (x1 - x0).abs() - 30.0),
+                &text,
+                10.5,
+                (x1 - x0).abs() - 30.0,
             );
         }
     }
@@ -1652,11 +1682,13 @@ fn captions(s: &mut Svg, t: &Trace, g: &Geometry) {
         } else {
             r#"font-size="11.5""#.to_string()
         };
-        s.text(
+        s.fitted(
             g.caption_x,
             g.y[st.index] + 4.0,
             &style,
-            &fit(&text, 11.5, CAPTION_W - 24.0),
+            &text,
+            11.5,
+            CAPTION_W - 24.0,
         );
     }
 }
