@@ -5,6 +5,13 @@
 //! between them were concurrent: no participant could have known the order
 //! in which they happened. Built with `petgraph`; render it with
 //! `dot -Tsvg`.
+//!
+//! Lanes keep a fixed left-to-right order: the trace's participant order,
+//! which every renderer draws (clients, then lock servers and services,
+//! then the resource). A head node per lane sits on the top rank, chained
+//! left to right by invisible edges, and each lane's steps hang below its
+//! head in one `group`, so Graphviz keeps the columns where the SVG and
+//! the text diagram put them.
 
 use crate::format::{EventKind, Trace};
 use crate::narrate;
@@ -177,20 +184,14 @@ fn quote(s: &str) -> String {
 pub fn render(t: &Trace) -> String {
     let g = graph(t);
     debug_assert!(!is_cyclic_directed(&g), "happens-before is a partial order");
-    let fill = |h: &Happening| -> String {
+    let fill = |h: &Happening| -> &str {
         if h.lost {
-            return "#fde68a".into();
+            return "#fde68a";
         }
         if h.fault {
-            return "#fcd34d".into();
+            return "#fcd34d";
         }
-        match scene::client_number(t, &h.at) {
-            Some(0) => "#dbeafe".into(),
-            Some(1) => "#f3e8ff".into(),
-            Some(2) => "#cffafe".into(),
-            Some(_) => "#fce7f3".into(),
-            None => "#f9fafb".into(),
-        }
+        lane_fill(t, &h.at)
     };
     let node_attrs = |_, (_, h): (NodeIndex, &Happening)| -> String {
         let mut label = format!("step {} · {} · {}\n", h.step, show_at(h.time), h.at);
@@ -206,7 +207,7 @@ pub fn render(t: &Trace) -> String {
         format!(
             "label={} fillcolor={} group={}{border}",
             quote(&label),
-            quote(&fill(h)),
+            quote(fill(h)),
             quote(&h.at)
         )
     };
@@ -255,6 +256,53 @@ pub fn render(t: &Trace) -> String {
     );
     let _ = writeln!(out, "    edge [fontname=\"Helvetica\" fontsize=9]");
     let _ = write!(out, "{body:?}");
+    lanes(&mut out, t, &g);
     let _ = writeln!(out, "}}");
     out
+}
+
+/// A lane's colour: its client's light colour, or grey for the rest.
+fn lane_fill(t: &Trace, id: &str) -> &'static str {
+    match scene::client_number(t, id) {
+        Some(0) => "#dbeafe",
+        Some(1) => "#f3e8ff",
+        Some(2) => "#cffafe",
+        Some(_) => "#fce7f3",
+        None => "#f9fafb",
+    }
+}
+
+/// The DOT id of a lane's head node; step nodes are numbers, so a name
+/// with a space never collides with one.
+fn lane_id(id: &str) -> String {
+    quote(&format!("lane {id}"))
+}
+
+/// The lane heads, in the trace's participant order (the order every
+/// renderer draws its lanes in; see the module comment): one rank, held
+/// left to right by an invisible chain, each above its lane's first step.
+fn lanes(out: &mut String, t: &Trace, g: &DiGraph<Happening, Order>) {
+    let _ = writeln!(out, "    // Lanes, left to right.");
+    let _ = writeln!(out, "    {{ rank=same");
+    for p in &t.participants {
+        let _ = writeln!(
+            out,
+            "        {} [label={} fillcolor={} group={} penwidth=1.5]",
+            lane_id(&p.id),
+            quote(&format!("{}\n{}\n", p.id, p.label)),
+            quote(lane_fill(t, &p.id)),
+            quote(&p.id)
+        );
+    }
+    let _ = writeln!(out, "    }}");
+    let chain: Vec<String> = t.participants.iter().map(|p| lane_id(&p.id)).collect();
+    if chain.len() > 1 {
+        let _ = writeln!(out, "    {} [style=invis]", chain.join(" -> "));
+    }
+    for p in &t.participants {
+        let first = g.node_indices().find(|i| !g[*i].lost && g[*i].at == p.id);
+        if let Some(i) = first {
+            let _ = writeln!(out, "    {} -> {} [style=invis]", lane_id(&p.id), i.index());
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The pictures for people (issue 17): what the SVG cuts short is still
-//! there on hover.
+//! there on hover, and the DOT graph keeps its lanes in the order every
+//! other renderer draws them.
 
 mod common;
 
@@ -60,4 +61,51 @@ fn svg_labels_that_fit_have_no_title() {
         .find(|l| l.contains(">c1: pauses"))
         .expect("step 4's caption");
     assert!(caption.ends_with(">c1: pauses</text>"), "{caption}");
+}
+
+/// Where each lane head is declared in a DOT graph, in the order given.
+fn lane_heads(dot: &str, t: &Trace) -> Vec<usize> {
+    t.participants
+        .iter()
+        .map(|p| {
+            let head = format!("\"lane {}\" [label=", p.id);
+            dot.find(&head)
+                .unwrap_or_else(|| panic!("no head for lane {}: {dot}", p.id))
+        })
+        .collect()
+}
+
+#[test]
+fn dot_lanes_keep_the_diagram_order() {
+    let t = common::lost_update();
+    let dot = Format::Dot.render(&t, false);
+    // Clients, then the lock server, then the resource: as the SVG draws them.
+    let ids: Vec<&str> = t.participants.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2", "redis", "resource"]);
+    let at = lane_heads(&dot, &t);
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{dot}");
+    // One rank, chained left to right by edges that are not drawn.
+    let rank = dot.find("{ rank=same").expect("the heads share a rank");
+    assert!(rank < at[0], "{dot}");
+    assert!(
+        dot.contains(
+            "\"lane c1\" -> \"lane c2\" -> \"lane redis\" -> \"lane resource\" [style=invis]"
+        ),
+        "{dot}"
+    );
+    // Each head stands above its lane's first step (node 0 is c1's at step 1).
+    assert!(dot.contains("\"lane c1\" -> 0 [style=invis]"), "{dot}");
+    assert_eq!(dot, Format::Dot.render(&t, false), "deterministic");
+}
+
+#[test]
+fn dot_lane_order_follows_the_trace_not_the_names() {
+    // A trace that lists its server first still draws it first: the order
+    // is the trace's, the one every renderer uses, not one of DOT's own.
+    let mut t = common::lost_update();
+    t.participants.rotate_right(2);
+    let dot = Format::Dot.render(&t, false);
+    let at = lane_heads(&dot, &t);
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{dot}");
+    assert!(dot.contains("\"lane redis\" -> \"lane resource\" -> \"lane c1\""));
 }
