@@ -226,6 +226,7 @@ impl Drop for Driver {
 
 const ARROW_RIGHT: &str = "\u{E014}";
 const END: &str = "\u{E010}";
+const HOME: &str = "\u{E011}";
 
 #[test]
 fn html_viewer_steps_through_states_without_console_errors() {
@@ -288,6 +289,15 @@ fn html_viewer_steps_through_states_without_console_errors() {
 
     d.open(&page);
     let n = t.steps.len();
+    let v = t.violation_step;
+    // With no step in its address the viewer opens where the invariant
+    // breaks, and the address names that step.
+    let opened = d.shown();
+    assert!(opened.starts_with(&format!("step {v} of {n}")), "{opened}");
+    assert!(opened.contains("no_lost_update: BROKEN"), "{opened}");
+    assert_eq!(d.eval("return location.hash;"), json!(format!("#step={v}")));
+
+    d.key(HOME);
     let first = d.shown();
     assert!(
         first.starts_with(&format!("step 0 of {n} · t=0")),
@@ -315,6 +325,11 @@ fn html_viewer_steps_through_states_without_console_errors() {
         json!("1"),
         "the diagram highlights the current step"
     );
+    assert_eq!(
+        d.eval("return location.hash;"),
+        json!("#step=1"),
+        "the address follows the step"
+    );
 
     // The button steps forward too: redis now stores c1's key, its TTL
     // counted from the moment the SET ran.
@@ -331,6 +346,34 @@ fn html_viewer_steps_through_states_without_console_errors() {
     assert!(last.contains("1 update(s) lost"), "{last}");
     let slider = d.eval("return document.getElementById('ll-slider').value;");
     assert_eq!(slider, json!(n.to_string()));
+
+    // The picture fits the window; the 1:1 button draws it at its size.
+    let width = |css: &str, of: &str| {
+        d.eval(&format!(
+            "return Math.round(document.querySelector('{css}'){of});"
+        ))
+    };
+    let column = width(".diagram", ".clientWidth");
+    assert_eq!(
+        width(".diagram svg", ".getBoundingClientRect().width"),
+        column
+    );
+    d.click("#ll-zoom");
+    assert_eq!(
+        width(".diagram svg", ".getBoundingClientRect().width"),
+        width(".diagram svg", ".getAttribute('width')"),
+        "1:1 draws the picture at its own width"
+    );
+
+    // A link to a step opens there (a fresh load, from another page).
+    d.call("POST", "/url", Some(json!({"url": "about:blank"})));
+    d.call(
+        "POST",
+        "/url",
+        Some(json!({"url": format!("file://{}#step=2", page.display())})),
+    );
+    let linked = d.shown();
+    assert!(linked.starts_with(&format!("step 2 of {n}")), "{linked}");
 
     let errors: Vec<(String, String)> = d
         .console()

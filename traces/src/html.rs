@@ -5,6 +5,11 @@
 //! their time to live and clock offset, the resource, the messages in
 //! flight — with the invariant's status and the story. No network, no
 //! external script or font: the page carries its own CSS, script and data.
+//!
+//! The page opens at the step that breaks the invariant, unless its
+//! address names another: `trace.html#step=7` opens at step 7, and the
+//! address follows the step shown, so it can be copied as a link. The
+//! picture fits the window's width; a button draws it 1:1.
 
 use crate::format::{StateView, Trace};
 use crate::narrate;
@@ -145,24 +150,36 @@ pub fn render(t: &Trace) -> String {
         out,
         "<button id=\"ll-prev\" title=\"previous step (←)\">◀</button>"
     );
+    // Without a link to another step the viewer opens at the violation;
+    // the slider starts there too, so the page never shows one step and
+    // points at another.
     let _ = writeln!(
         out,
-        "<input id=\"ll-slider\" type=\"range\" min=\"0\" max=\"{}\" value=\"0\" aria-label=\"step\">",
-        t.steps.len()
+        "<input id=\"ll-slider\" type=\"range\" min=\"0\" max=\"{}\" value=\"{}\" aria-label=\"step\">",
+        t.steps.len(),
+        t.violation_step
     );
     let _ = writeln!(
         out,
         "<button id=\"ll-next\" title=\"next step (→)\">▶</button>"
     );
     let _ = writeln!(out, "<button id=\"ll-play\">play</button>");
-    let _ = writeln!(out, "<span id=\"ll-position\">step 0</span>");
     let _ = writeln!(
         out,
-        "<span class=\"hint\">← → step · Home/End · click a row or a sentence</span>"
+        "<span id=\"ll-position\">step {}</span>",
+        t.violation_step
+    );
+    let _ = writeln!(
+        out,
+        "<button id=\"ll-zoom\" title=\"fit the picture to the window, or draw it at its own size\">1:1</button>"
+    );
+    let _ = writeln!(
+        out,
+        "<span class=\"hint\">← → step · Home/End · click a row or a sentence · link a step: #step=N</span>"
     );
     let _ = writeln!(out, "</div>");
     let _ = writeln!(out, "<main>");
-    let _ = writeln!(out, "<section class=\"diagram\">");
+    let _ = writeln!(out, "<section class=\"diagram fit\">");
     out.push_str(&svg::picture(t, false));
     let _ = writeln!(out, "</section>");
     let _ = writeln!(out, "<aside class=\"state\">");

@@ -1,6 +1,8 @@
 //! The pictures for people (issue 17): what the SVG cuts short is still
-//! there on hover, and the DOT graph keeps its lanes in the order every
-//! other renderer draws them.
+//! there on hover, the DOT graph keeps its lanes in the order every other
+//! renderer draws them, and the HTML viewer links to a step, fits the
+//! window and opens at the violation. (The page's behaviour in a browser
+//! is tested by tests/browser.rs; these tests read the page as text.)
 
 mod common;
 
@@ -108,4 +110,41 @@ fn dot_lane_order_follows_the_trace_not_the_names() {
     let at = lane_heads(&dot, &t);
     assert!(at.windows(2).all(|w| w[0] < w[1]), "{dot}");
     assert!(dot.contains("\"lane redis\" -> \"lane resource\" -> \"lane c1\""));
+}
+
+#[test]
+fn html_links_to_steps_and_opens_at_the_violation() {
+    let t = common::lost_update();
+    assert_eq!(t.violation_step, 11);
+    let html = Format::Html.render(&t, false);
+    // `#step=N` is read when the page opens and when the address changes,
+    // and the step shown is written back without a history entry per step.
+    for handler in [
+        r##"/^#step=(\d+)$/.exec(window.location.hash)"##,
+        r#"window.addEventListener("hashchange""#,
+        r##"window.history.replaceState(null, "", "#step=" + k)"##,
+    ] {
+        assert!(html.contains(handler), "no {handler}");
+    }
+    // With no link, the page opens at the violation: the script goes
+    // there, and the slider and position are there before it runs.
+    assert!(html.contains("go(start !== null ? start : data.violation_step);"));
+    assert!(html.contains("\"violation_step\":11"));
+    assert!(html.contains(r#"max="11" value="11" aria-label="step""#));
+    assert!(html.contains(r#"<span id="ll-position">step 11</span>"#));
+    assert_eq!(html, Format::Html.render(&t, false), "deterministic");
+}
+
+#[test]
+fn html_fits_the_picture_to_the_window_with_a_button_for_one_to_one() {
+    let html = Format::Html.render(&common::lost_update(), false);
+    assert!(
+        html.contains(r#"<section class="diagram fit">"#),
+        "fitted at first"
+    );
+    assert!(html.contains(".diagram.fit svg { width: 100%; height: auto; }"));
+    assert!(html.contains(r#"<button id="ll-zoom""#), "the 1:1 toggle");
+    assert!(html.contains(r#"diagram.classList.toggle("fit", on);"#));
+    // The picture keeps its viewBox, so it scales without changing shape.
+    assert!(html.contains(r#"viewBox="0 0 "#));
 }

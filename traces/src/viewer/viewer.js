@@ -141,7 +141,40 @@
   function go(k) {
     current = Math.max(0, Math.min(last, k));
     show(current);
+    remember(current);
   }
+
+  // Deep links: `#step=N` names a step. Selecting a step replaces the hash
+  // rather than pushing it, so stepping through a trace does not fill the
+  // history with one entry per step.
+  function linked() {
+    var m = /^#step=(\d+)$/.exec(window.location.hash);
+    return m ? Number(m[1]) : null;
+  }
+  function remember(k) {
+    if (linked() === k) { return; }
+    try {
+      window.history.replaceState(null, "", "#step=" + k);
+    } catch (e) {
+      // Some browsers refuse history changes on file:// pages; the link is
+      // a convenience, the viewer works without it.
+    }
+  }
+  window.addEventListener("hashchange", function () {
+    var k = linked();
+    if (k !== null && k !== current) { go(k); }
+  });
+
+  // Fit to width (the default) scales the picture to the window; 1:1 draws
+  // it at its own size, to read small labels and scroll.
+  var diagram = document.querySelector(".diagram");
+  var zoom = document.getElementById("ll-zoom");
+  function fit(on) {
+    diagram.classList.toggle("fit", on);
+    zoom.textContent = on ? "1:1" : "fit to width";
+  }
+  zoom.addEventListener("click", function () { fit(!diagram.classList.contains("fit")); });
+  fit(true);
 
   var timer = null;
   function play() {
@@ -167,5 +200,8 @@
     else if (e.key === "Home") { go(0); e.preventDefault(); }
     else if (e.key === "End") { go(last); e.preventDefault(); }
   });
-  go(0);
+  // Open where the link points, or else where the invariant breaks: the
+  // step a reader came to see.
+  var start = linked();
+  go(start !== null ? start : data.violation_step);
 })();
