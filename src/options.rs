@@ -374,6 +374,7 @@ pub fn drift_factor(text: &str) -> Result<u32, Failure> {
 pub fn cli_name(name: &str) -> &str {
     match name {
         "drift-factor-ppm" => "drift-factor",
+        "clock-drift-ppm" => "clock-drift",
         "work-min" | "work-max" => "work",
         "latency-min" | "latency-max" => "latency",
         other => other,
@@ -413,6 +414,7 @@ impl ModelArgs {
         add(self.instances.is_some(), "instances");
         add(self.quorum.is_some(), "quorum");
         add(self.drift_factor.is_some(), "drift-factor-ppm");
+        add(self.clock_drift.is_some(), "clock-drift-ppm");
         add(self.elapsed_clock.is_some(), "elapsed-clock");
         add(self.delayed_restart, "delayed-restart");
         add(self.resource_check.is_some(), "resource-check");

@@ -218,6 +218,15 @@ pub struct SimulateArgs {
     /// Redlock: clock-drift factor in parts per million; the allowance is TTL x factor + 2 ms [default: 10000 = 0.01, as redlock-rb]
     #[arg(long, value_name = "PPM", help_heading = "Protocol knobs")]
     pub drift_factor_ppm: Option<String>,
+    /// Clock-rate drift bound in parts per million: the timers each node
+    /// measures may stretch or shrink by it (timing questions are answered
+    /// as an exact clock reads them) [default: 0]
+    #[arg(
+        long,
+        value_name = "PPM",
+        help_heading = "Timing (durations with units: 30s, 200ms, 0.2ms)"
+    )]
+    pub clock_drift_ppm: Option<String>,
     /// A restarted Redis stays unavailable for a TTL (and a second) before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
@@ -267,6 +276,7 @@ impl SimulateArgs {
             ("instances", &self.instances),
             ("quorum", &self.quorum),
             ("drift-factor-ppm", &self.drift_factor_ppm),
+            ("clock-drift-ppm", &self.clock_drift_ppm),
             ("resource-check", &self.resource_check),
             ("token-rule", &self.token_rule),
             ("network", &self.network),

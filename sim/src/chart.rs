@@ -55,7 +55,7 @@ fn unit(param: &str) -> &'static str {
         "loss" => "probability per message",
         "renew-ratio" => "fraction of the TTL",
         "clients" | "acquisitions" | "instances" | "quorum" => "count",
-        "drift-factor-ppm" => "parts per million",
+        "drift-factor-ppm" | "clock-drift-ppm" => "parts per million",
         p if p.ends_with("-rate") => "per second",
         _ => "duration",
     }

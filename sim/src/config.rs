@@ -111,6 +111,10 @@ pub struct SimConfig {
     /// Redlock: clock-drift factor in parts per million (default 10000:
     /// 1% of the TTL, plus 2 ms).
     pub drift_factor_ppm: Option<u32>,
+    /// Clock-rate drift bound in parts per million (default 0): the timers
+    /// the model windows stretch by it; timing questions are answered as
+    /// an exact clock reads them.
+    pub clock_drift_ppm: Option<u32>,
     /// A restarted Redis stays unavailable for a TTL.
     pub delayed_restart: bool,
     /// Where the resource checks fencing tokens (default: the protocol's).
@@ -167,6 +171,7 @@ impl SimConfig {
             instances: None,
             quorum: None,
             drift_factor_ppm: None,
+            clock_drift_ppm: None,
             delayed_restart: false,
             resource_check: None,
             token_rule: None,
@@ -322,6 +327,9 @@ impl SimConfig {
         }
         if let Some(d) = self.drift_factor_ppm {
             p.drift_factor_ppm = d;
+        }
+        if let Some(d) = self.clock_drift_ppm {
+            p.clock_drift_ppm = d;
         }
         p.delayed_restart = self.delayed_restart;
         if let Some(c) = self.resource_check {
@@ -546,6 +554,11 @@ pub static OPTIONS: &[Opt] = &[
     maybe!(
         "drift-factor-ppm",
         drift_factor_ppm,
+        "a whole number of parts per million"
+    ),
+    maybe!(
+        "clock-drift-ppm",
+        clock_drift_ppm,
         "a whole number of parts per million"
     ),
     flag!("delayed-restart", delayed_restart),
