@@ -8,7 +8,7 @@ use crate::util::{
 };
 use crate::watch::{Limits, Watch, parse_bytes, parse_duration};
 use clap::Args;
-use locklab_models::search::{SearchOptions, SearchResult, Stop, search};
+use locklab_models::search::{SearchOptions, SearchResult, Stop, search, search_watched};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
 use locklab_traces::{
     CheckReport, Document, Format, SCHEMA_VERSION, SearchSummary, Trace, Verdict,
@@ -187,10 +187,13 @@ pub fn report(
 ) -> Result<CheckReport, Failure> {
     let invariants = opts.invariants.clone();
     let name = m.proto.name();
-    if let Some(w) = watch {
-        w.phase(format!("{name}: search"));
-    }
-    let result = search(m, opts);
+    let result = match watch {
+        Some(w) => {
+            w.phase(format!("{name}: search"));
+            search_watched(m, opts, w.progress())
+        }
+        None => search(m, opts),
+    };
 
     let mut traces: Vec<Trace> = Vec::new();
     let mut verdicts: Vec<Verdict> = Vec::new();

@@ -119,6 +119,7 @@ pub fn faults_line(c: &Config) -> String {
     }
 }
 
+/// `12345` -> `12,345`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();

@@ -2,6 +2,7 @@
 //! realistic timings, violation rates per acquisition with Wilson
 //! intervals, sweeps, shards, and the simulator benchmark.
 
+use crate::report::thousands;
 use crate::util::{EXIT_OK, EXIT_VIOLATION, Failure, check_writable, unknown, write_atomic};
 use clap::Args;
 use locklab_models::units::show;
@@ -604,19 +605,6 @@ fn finish(mut s: Summary, out_dir: Option<&Path>, json: bool) -> Result<i32, Fai
     } else {
         EXIT_OK
     })
-}
-
-/// `12345` -> `12,345`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 fn rate(x: f64) -> String {

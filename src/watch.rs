@@ -1,10 +1,13 @@
 //! A long `check` from the outside: a progress line on a terminal, a time
 //! and a memory limit, and Ctrl-C. A watcher thread looks every 100 ms at
-//! the clock, the process's resident memory and the interrupt flag; the
-//! search itself runs untouched in the models crate, so a limit or Ctrl-C
-//! ends the process from here, after printing what is finished.
+//! the clock, the process's resident memory, the interrupt flag and the
+//! running search's counters (`search::Progress`: states stored, depth);
+//! a limit or Ctrl-C ends the process from here, after printing what is
+//! finished and how far the search had got.
 
+use crate::report::thousands;
 use crate::util::{EXIT_INCOMPLETE, Failure};
+use locklab_models::search::Progress;
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,6 +100,8 @@ pub fn resident_bytes() -> Option<u64> {
 struct Shared {
     /// What the run is doing now: "redlock: search".
     phase: String,
+    /// When that phase began (for its states per second).
+    phase_started: Option<Instant>,
     /// Printed on standard output before the run ends early (the protocols
     /// `check all` has finished).
     finished: String,
@@ -114,6 +119,7 @@ pub struct Limits {
 pub struct Watch {
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -123,21 +129,33 @@ impl Watch {
         locklab_replay::interrupt::install();
         let shared = Arc::new(Mutex::new(Shared::default()));
         let stop = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(Progress::default());
         let tty = std::io::stderr().is_terminal();
         let thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
-            std::thread::spawn(move || watch(&shared, &stop, limits, tty))
+            let progress = Arc::clone(&progress);
+            std::thread::spawn(move || watch(&shared, &stop, &progress, limits, tty))
         };
         Watch {
             shared,
             stop,
+            progress,
             thread: Some(thread),
         }
     }
 
+    /// What the run is doing now; a new phase starts its counters afresh.
     pub fn phase(&self, phase: impl Into<String>) {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).phase = phase.into();
+        self.progress.reset();
+        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        s.phase = phase.into();
+        s.phase_started = Some(Instant::now());
+    }
+
+    /// The counters a search run under this watch keeps up to date.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
     }
 
     /// The text to print if the run ends early, and what is still to do.
@@ -171,7 +189,21 @@ fn mb(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
 }
 
-fn watch(shared: &Mutex<Shared>, stop: &AtomicBool, limits: Limits, tty: bool) {
+/// " (120,000 states, depth 9)" while a search runs, else empty.
+fn search_text(p: &Progress) -> String {
+    match p.states() {
+        0 => String::new(),
+        n => format!(" ({} states, depth {})", thousands(n), p.depth()),
+    }
+}
+
+fn watch(
+    shared: &Mutex<Shared>,
+    stop: &AtomicBool,
+    progress: &Progress,
+    limits: Limits,
+    tty: bool,
+) {
     let started = Instant::now();
     let mut last_draw: Option<Instant> = None;
     let mut drawn = false;
@@ -224,13 +256,14 @@ fn watch(shared: &Mutex<Shared>, stop: &AtomicBool, limits: Limits, tty: bool) {
             };
             let _ = writeln!(
                 err,
-                "{what} after {:.1} s, during {}{pending}; no verdict for it (no report or trace file was written)",
+                "{what} after {:.1} s, during {}{}{pending}; no verdict for it (no report or trace file was written)",
                 elapsed.as_secs_f64(),
                 if s.phase.is_empty() {
                     "start-up"
                 } else {
                     &s.phase
                 },
+                search_text(progress),
             );
             std::process::exit(code);
         }
@@ -240,9 +273,19 @@ fn watch(shared: &Mutex<Shared>, stop: &AtomicBool, limits: Limits, tty: bool) {
         {
             last_draw = Some(Instant::now());
             drawn = true;
+            let states = progress.states();
+            let in_phase = s.phase_started.map_or(elapsed, |t| t.elapsed());
+            let rate = match states {
+                0 => String::new(),
+                n => format!(
+                    ", {} states/s",
+                    thousands((n as f64 / in_phase.as_secs_f64().max(1e-3)) as u64)
+                ),
+            };
             let line: String = format!(
-                "{}: {:.1} s, {}",
+                "{}{}{rate}, {:.1} s, {}",
                 s.phase,
+                search_text(progress),
                 elapsed.as_secs_f64(),
                 rss.map(mb).unwrap_or_default()
             )

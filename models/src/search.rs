@@ -32,7 +32,7 @@ use crate::world::World;
 use std::collections::BTreeMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What to search for and how far.
@@ -48,6 +48,37 @@ pub struct SearchOptions {
     /// Worker threads expanding each level (0 = one per core). The result
     /// is the same for any number.
     pub threads: usize,
+}
+
+/// A running search seen from another thread: how many states it has
+/// stored and how deep it is, for a progress display. The search writes,
+/// anyone may read.
+#[derive(Debug, Default)]
+pub struct Progress {
+    states: AtomicU64,
+    depth: AtomicU64,
+}
+
+impl Progress {
+    /// States stored so far by the search running now (0 before it starts).
+    pub fn states(&self) -> u64 {
+        self.states.load(Ordering::Relaxed)
+    }
+
+    /// The level it is building.
+    pub fn depth(&self) -> u64 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Back to nothing, for the next search.
+    pub fn reset(&self) {
+        self.set(0, 0);
+    }
+
+    fn set(&self, states: u64, depth: u64) {
+        self.states.store(states, Ordering::Relaxed);
+        self.depth.store(depth, Ordering::Relaxed);
+    }
 }
 
 /// Why the search stopped.
@@ -281,7 +312,13 @@ fn workers(requested: usize) -> usize {
 
 /// Runs the search.
 pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
-    let (mut r, depths) = search_with(m, opts, true);
+    search_watched(m, opts, &Progress::default())
+}
+
+/// [`search`], keeping `progress` up to date as it goes.
+pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) -> SearchResult {
+    progress.reset();
+    let (mut r, depths) = search_with(m, opts, true, progress);
     // A merged state keeps the path of its first contributor, which may not
     // reach the part of the zone that violates: then the shortest trace
     // comes from the search without merging, bounded at the depth found
@@ -295,7 +332,12 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
                 max_depth: Some(depths[inv]),
                 ..opts.clone()
             };
-            if let Some(p) = search_with(m, &bounded, false).0.violations.remove(inv) {
+            progress.reset();
+            if let Some(p) = search_with(m, &bounded, false, progress)
+                .0
+                .violations
+                .remove(inv)
+            {
                 *path = p;
             }
         }
@@ -323,7 +365,7 @@ fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool {
 /// steps keeps its own zone. For the fallback above and for tests that
 /// compare the two.
 pub fn search_unmerged(m: &LockModel, opts: &SearchOptions) -> SearchResult {
-    search_with(m, opts, false).0
+    search_with(m, opts, false, &Progress::default()).0
 }
 
 /// Tries to merge the successor `s` into a state of the level being built
@@ -391,6 +433,7 @@ fn search_with(
     m: &LockModel,
     opts: &SearchOptions,
     merge: bool,
+    progress: &Progress,
 ) -> (SearchResult, BTreeMap<Invariant, u64>) {
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
@@ -555,6 +598,7 @@ fn search_with(
             if stop == Stop::MaxStates {
                 break;
             }
+            progress.set(parent.len() as u64, depth + 1);
             lo = hi;
         }
         // Every shallower level was finished, so a violation met on this one
