@@ -43,12 +43,12 @@ pub struct CheckArgs {
     /// Skip the search for the smallest sets of fault kinds that break each invariant
     #[arg(long, help_heading = "Search")]
     pub no_fault_analysis: bool,
-    /// Stop after this long (e.g. 90s, 5m, 1h) and report the run incomplete (exit 3);
-    /// `check all` prints the protocols it finished
+    /// Stop after this long (e.g. 90s, 5m, 1h): the search stops and reports what it
+    /// found, incomplete (exit 3); `check all` prints the protocols it finished
     #[arg(long, value_name = "DURATION", help_heading = "Search")]
     pub time_limit: Option<String>,
-    /// Stop when the process's resident memory passes this (e.g. 512M, 4G) and report
-    /// the run incomplete (exit 3)
+    /// Stop when the process's resident memory passes this (e.g. 512M, 4G): the search
+    /// stops and reports what it found, incomplete (exit 3)
     #[arg(long, value_name = "SIZE", help_heading = "Search")]
     pub max_memory: Option<String>,
 
@@ -172,7 +172,8 @@ fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
     match r.stop {
         Stop::MaxStates => Some(format!("--max-states {}", opts.max_states.unwrap_or(0))),
         Stop::MaxDepth => Some(format!("--max-depth {}", opts.max_depth.unwrap_or(0))),
-        _ => None,
+        Stop::Cancelled => Some(r.cancelled_by.clone().unwrap_or_default()),
+        Stop::Exhausted | Stop::AllViolated => None,
     }
 }
 
@@ -475,13 +476,23 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         crate::util::prepare_dir("out-dir", d)?;
     }
     let watch = Watch::start(limits(args)?);
+    // A limit or Ctrl-C stops the search, which then reports what it has.
+    watch.stop_gracefully();
     let report = report(
         &m,
         &search_options(args, invariants),
         !args.no_fault_analysis,
         Some(&watch),
     )?;
+    let interrupted = watch.interrupted();
     watch.done();
+    let code = |report: &CheckReport| {
+        if interrupted {
+            crate::watch::EXIT_INTERRUPTED
+        } else {
+            exit_code(report.verdicts.iter())
+        }
+    };
     // Outputs: everything is computed; now write.
     let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
     if let Some(p) = &args.json
@@ -494,7 +505,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     }
     if json_to_stdout {
         out!("{}", report.to_json())?;
-        return Ok(exit_code(report.verdicts.iter()));
+        return Ok(code(&report));
     }
     let color = crate::util::stdout_color();
     match format {
@@ -512,5 +523,5 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             out!("{}", crate::trace_cmd::join(&report.traces, format, color))?;
         }
     }
-    Ok(exit_code(report.verdicts.iter()))
+    Ok(code(&report))
 }

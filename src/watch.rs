@@ -107,7 +107,14 @@ struct Shared {
     finished: String,
     /// Names of what has not started yet, for the closing message.
     pending: Vec<String>,
+    /// Whether a limit or Ctrl-C first asks the search to stop (it then
+    /// reports what it has) rather than ending the process.
+    graceful: bool,
 }
+
+/// How long a search asked to stop may take to wrap up before the
+/// process ends anyway.
+const GRACE: Duration = Duration::from_secs(10);
 
 /// The limits a run was given.
 #[derive(Clone, Copy, Debug, Default)]
@@ -151,6 +158,21 @@ impl Watch {
         let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         s.phase = phase.into();
         s.phase_started = Some(Instant::now());
+    }
+
+    /// From now on a limit or Ctrl-C stops the search (which reports what
+    /// it has, as incomplete) instead of ending the process; if the run
+    /// does not finish within a few seconds after that, it ends anyway.
+    pub fn stop_gracefully(&self) {
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .graceful = true;
+    }
+
+    /// Whether Ctrl-C (or SIGTERM) came.
+    pub fn interrupted(&self) -> bool {
+        locklab_replay::interrupt::interrupted()
     }
 
     /// The counters a search run under this watch keeps up to date.
@@ -207,6 +229,8 @@ fn watch(
     let started = Instant::now();
     let mut last_draw: Option<Instant> = None;
     let mut drawn = false;
+    // When the search was asked to stop, in graceful mode.
+    let mut asked: Option<Instant> = None;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         if stop.load(Ordering::SeqCst) {
@@ -214,15 +238,19 @@ fn watch(
         }
         let elapsed = started.elapsed();
         let rss = resident_bytes();
+        // (exit code, what happened, the stop's name in a verdict)
         let why = if locklab_replay::interrupt::interrupted() {
-            Some((EXIT_INTERRUPTED, "interrupted".to_string()))
-        } else if limits.time.is_some_and(|t| elapsed >= t) {
+            Some((
+                EXIT_INTERRUPTED,
+                "interrupted".to_string(),
+                "an interrupt (Ctrl-C)".to_string(),
+            ))
+        } else if let Some(t) = limits.time.filter(|t| elapsed >= *t) {
+            let limit = format!("the time limit ({:.0} s)", t.as_secs_f64());
             Some((
                 EXIT_INCOMPLETE,
-                format!(
-                    "incomplete: the time limit ({:.0} s) ran out",
-                    limits.time.unwrap_or_default().as_secs_f64()
-                ),
+                format!("incomplete: {limit} ran out"),
+                limit,
             ))
         } else if let (Some(max), Some(now)) = (limits.memory, rss)
             && now > max
@@ -234,12 +262,36 @@ fn watch(
                     mb(now),
                     mb(max)
                 ),
+                format!("the memory limit ({})", mb(max)),
             ))
         } else {
             None
         };
         let s = shared.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((code, what)) = why {
+        if let Some((_, what, limit)) = &why
+            && s.graceful
+            && asked.is_none()
+        {
+            // The search stops between two batches and reports what it has.
+            asked = Some(Instant::now());
+            progress.cancel(limit.clone());
+            let mut err = std::io::stderr().lock();
+            if drawn {
+                let _ = write!(err, "\r\x1b[K");
+                drawn = false;
+            }
+            let _ = writeln!(
+                err,
+                "{what} after {:.1} s, during {}{}; the search stops and reports what it found (incomplete)",
+                elapsed.as_secs_f64(),
+                s.phase,
+                search_text(progress),
+            );
+            continue;
+        }
+        if let Some((code, what, _)) = why
+            && asked.is_none_or(|t| t.elapsed() >= GRACE)
+        {
             let mut err = std::io::stderr().lock();
             if drawn {
                 let _ = write!(err, "\r\x1b[K");

@@ -872,8 +872,17 @@ fn a_time_limit_stops_check_incomplete() {
         "{err}"
     );
     assert!(err.contains("redlock: search"), "{err}");
-    // How far the search got.
+    // How far the search got, and what it found: a report marked incomplete.
     assert!(err.contains(" states, depth "), "{err}");
+    let out = stdout(&o);
+    assert!(
+        out.contains("INCOMPLETE: stopped at the time limit (1 s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("unknown  search incomplete: no counterexample of"),
+        "{out}"
+    );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(6),
         "the search ran on"
@@ -892,6 +901,40 @@ fn a_time_limit_stops_check_incomplete() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(err.contains("passed the limit (1 MiB)"), "{err}");
+}
+
+#[test]
+fn ctrl_c_stops_a_check_which_reports_what_it_found() {
+    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args([
+            "check",
+            "redlock",
+            "--no-fault-analysis",
+            "--color",
+            "never",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let o = child.wait_with_output().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted after"), "{err}");
+    assert!(err.contains(" states, depth "), "{err}");
+    assert!(
+        out.contains("INCOMPLETE: stopped at an interrupt (Ctrl-C)"),
+        "{out}"
+    );
 }
 
 #[test]

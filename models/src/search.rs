@@ -31,8 +31,8 @@ use crate::model::LockModel;
 use crate::world::World;
 use std::collections::BTreeMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What to search for and how far.
@@ -51,15 +51,33 @@ pub struct SearchOptions {
 }
 
 /// A running search seen from another thread: how many states it has
-/// stored and how deep it is, for a progress display. The search writes,
-/// anyone may read.
+/// stored and how deep it is, for a progress display, and a request to
+/// stop (a time or memory limit, Ctrl-C). The search writes the counters
+/// and reads the request between batches; a stopped search reports what
+/// it has found, as incomplete (`Stop::Cancelled`).
 #[derive(Debug, Default)]
 pub struct Progress {
     states: AtomicU64,
     depth: AtomicU64,
+    stop: AtomicBool,
+    why: Mutex<String>,
 }
 
 impl Progress {
+    /// Asks every search run with this progress, now and later, to stop;
+    /// `why` names the reason ("the time limit (90 s)").
+    pub fn cancel(&self, why: impl Into<String>) {
+        *self.why.lock().unwrap_or_else(|e| e.into_inner()) = why.into();
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// The reason given to [`Progress::cancel`], once it was called.
+    pub fn cancelled(&self) -> Option<String> {
+        self.stop
+            .load(Ordering::SeqCst)
+            .then(|| self.why.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
     /// States stored so far by the search running now (0 before it starts).
     pub fn states(&self) -> u64 {
         self.states.load(Ordering::Relaxed)
@@ -93,6 +111,8 @@ pub enum Stop {
     MaxStates,
     /// `max_depth` was reached with unexplored states beyond it.
     MaxDepth,
+    /// Asked to stop from outside ([`Progress::cancel`]).
+    Cancelled,
 }
 
 /// One step of a symbolic path: the action and the answers its timing
@@ -121,6 +141,8 @@ pub struct SearchResult {
     /// no execution ever got a write through, so "no update was lost"
     /// would hold vacuously.
     pub max_accepted_writes: u8,
+    /// Why the search was asked to stop ([`Progress::cancel`]), if it was.
+    pub cancelled_by: Option<String>,
 }
 
 impl SearchResult {
@@ -324,6 +346,7 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
     // comes from the search without merging, bounded at the depth found
     // (the merged search reaches exactly the same states level by level,
     // so that depth is the shortest).
+    let mut lost = Vec::new();
     for (inv, path) in r.violations.iter_mut() {
         if !feasible(m, path, *inv) {
             let bounded = SearchOptions {
@@ -339,9 +362,19 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
                 .remove(inv)
             {
                 *path = p;
+            } else {
+                // Only a stopped search can fail to find it again.
+                lost.push(*inv);
             }
         }
     }
+    for inv in lost {
+        r.violations.remove(&inv);
+    }
+    if r.stop != Stop::Cancelled && progress.cancelled().is_some() && !r.exhaustive() {
+        r.stop = Stop::Cancelled;
+    }
+    r.cancelled_by = progress.cancelled();
     r
 }
 
@@ -535,6 +568,10 @@ fn search_with(
         let mut cands: Vec<Option<(u32, u32)>> = vec![None; pending.len()];
         let mut lo = 0;
         while lo < frontier.len() {
+            if progress.cancelled().is_some() {
+                stop = Stop::Cancelled;
+                break;
+            }
             let hi = (lo + BATCH).min(frontier.len());
             let batch: Vec<(Vec<Found>, u64)> = if threads <= 1 || hi - lo <= CHUNK {
                 vec![expand(&frontier, lo, hi, &seen, &pending)]
@@ -609,7 +646,7 @@ fn search_with(
             }
         }
         pending.retain(|inv| !found.contains_key(inv));
-        if stop == Stop::MaxStates {
+        if matches!(stop, Stop::MaxStates | Stop::Cancelled) {
             depth += 1;
             break 'levels;
         }
@@ -651,6 +688,7 @@ fn search_with(
             elapsed: start.elapsed(),
             threads,
             max_accepted_writes,
+            cancelled_by: None,
         },
         depths,
     )
