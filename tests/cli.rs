@@ -903,29 +903,29 @@ fn a_time_limit_stops_check_incomplete() {
     assert!(err.contains("passed the limit (1 MiB)"), "{err}");
 }
 
-#[test]
-fn ctrl_c_stops_a_check_which_reports_what_it_found() {
-    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args([
-            "check",
-            "redlock",
-            "--no-fault-analysis",
-            "--color",
-            "never",
-        ])
+/// `locklab ARGS --no-fault-analysis --color never`, running, its output piped.
+fn spawn_check(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(args)
+        .args(["--no-fault-analysis", "--color", "never"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+        .unwrap()
+}
+
+/// Ctrl-C to `child`.
+fn interrupt(child: &std::process::Child) {
     let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-INT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(killed.success());
+}
+
+#[test]
+fn ctrl_c_stops_a_check_which_reports_what_it_found() {
+    let child = spawn_check(&["check", "redlock"]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
     let o = child.wait_with_output().unwrap();
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(130), "{err}");
@@ -940,20 +940,7 @@ fn ctrl_c_stops_a_check_which_reports_what_it_found() {
 #[test]
 fn ctrl_c_keeps_the_protocols_check_all_finished() {
     use std::io::Read;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args([
-            "check",
-            "all",
-            "--faults",
-            "pause",
-            "--no-fault-analysis",
-            "--color",
-            "never",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_check(&["check", "all", "--faults", "pause"]);
     // Wait until redlock (five instances, each with its own clocks: many
     // zones) has started: the six protocols before it are done.
     let mut stderr_pipe = child.stderr.take().unwrap();
@@ -968,9 +955,7 @@ fn ctrl_c_keeps_the_protocols_check_all_finished() {
         );
         err.extend_from_slice(&buf[..n]);
     }
-    let pid = child.id().to_string();
-    let killed = Command::new("kill").args(["-INT", &pid]).status().unwrap();
-    assert!(killed.success());
+    interrupt(&child);
     stderr_pipe.read_to_end(&mut err).unwrap();
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&err);
