@@ -786,6 +786,7 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
                 )
             }
             "holds" => format!("✓ holds ({})", v.note),
+            "vacuous" => format!("∅ vacuous: {}", v.note),
             other => format!("? {other}: {}", v.note),
         };
         // Only a finished search can agree or disagree: an incomplete one
@@ -797,10 +798,11 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
                 wrong.push(c);
                 "**the article is wrong here**".to_string()
             }
+            (_, "vacuous") => "undecided: the property is never put to the test".to_string(),
             _ => "undecided: the search did not finish".to_string(),
         };
         let mut command = command(c);
-        if !matches!(v.status.as_str(), "violated" | "holds") {
+        if !matches!(v.status.as_str(), "violated" | "holds" | "vacuous") {
             let _ = write!(command, " --max-states {ROW_STATES}");
         }
         let said = if c.quote.is_empty() {

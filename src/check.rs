@@ -168,6 +168,25 @@ fn minimal_fault_sets(
     (vec![used.to_vec()], proven)
 }
 
+/// Why `inv` was never put to the test in an exhaustive search that found
+/// no violation, if it was not: a "holds" must rest on executions where
+/// the property could have failed. `mutual_exclusion` needs a client that
+/// acquired; `no_lost_update` two accepted writes.
+fn unexercised(inv: Invariant, r: &SearchResult) -> Option<String> {
+    match inv {
+        Invariant::MutualExclusion if !r.acquired => {
+            Some("no client ever acquires the lock".into())
+        }
+        Invariant::NoLostUpdate if r.max_accepted_writes == 0 => {
+            Some("no execution gets a write accepted".into())
+        }
+        Invariant::NoLostUpdate if r.max_accepted_writes == 1 => {
+            Some("no execution gets two writes accepted".into())
+        }
+        _ => None,
+    }
+}
+
 fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
     match r.stop {
         Stop::MaxStates => Some(format!("--max-states {}", opts.max_states.unwrap_or(0))),
@@ -274,26 +293,29 @@ pub fn report(
                 });
                 traces.push(t);
             }
-            None if result.exhaustive() => verdicts.push(Verdict {
-                invariant: inv.name().into(),
-                category: inv.category().into(),
-                status: "holds".into(),
-                steps: None,
-                faults_used: vec![],
-                minimal_fault_sets: None,
-                fault_sets_proven_minimal: false,
-                note: if inv == Invariant::NoLostUpdate && result.max_accepted_writes == 0 {
-                    format!(
-                        "VACUOUSLY: no execution gets a single write accepted (every one of {} states explored); the token check rejects the holders' own writes",
-                        crate::report::thousands(result.states)
-                    )
-                } else {
-                    format!(
-                        "exhaustive: every one of {} states explored",
-                        crate::report::thousands(result.states)
-                    )
-                },
-            }),
+            None if result.exhaustive() => {
+                let explored = crate::report::thousands(result.states);
+                let (status, note) = match unexercised(inv, &result) {
+                    Some(why) => (
+                        "vacuous",
+                        format!("{why}, so nothing could break it (every one of {explored} states explored)"),
+                    ),
+                    None => (
+                        "holds",
+                        format!("exhaustive: every one of {explored} states explored"),
+                    ),
+                };
+                verdicts.push(Verdict {
+                    invariant: inv.name().into(),
+                    category: inv.category().into(),
+                    status: status.into(),
+                    steps: None,
+                    faults_used: vec![],
+                    minimal_fault_sets: None,
+                    fault_sets_proven_minimal: false,
+                    note,
+                })
+            }
             None => verdicts.push(Verdict {
                 invariant: inv.name().into(),
                 category: inv.category().into(),
@@ -396,7 +418,8 @@ pub fn search_options(args: &CheckArgs, invariants: Vec<Invariant>) -> SearchOpt
 pub fn exit_code<'a>(verdicts: impl Iterator<Item = &'a Verdict>) -> i32 {
     let (mut unknown, mut violated) = (false, false);
     for v in verdicts {
-        unknown |= v.status == "unknown";
+        // A vacuous "holds" is no verdict either.
+        unknown |= v.status == "unknown" || v.status == "vacuous";
         violated |= v.status == "violated";
     }
     if unknown {

@@ -8,7 +8,8 @@ use clap::{Parser, Subcommand};
 /// Every counterexample is a shortest path found by exhaustive
 /// breadth-first search and replayed through the model before it is shown.
 /// Exit codes: 0 no violation, 1 violation found, 2 bad input,
-/// 3 search incomplete (a bound was hit).
+/// 3 no verdict (search incomplete: a bound was hit; or vacuous: a
+/// property never put to the test).
 #[derive(Parser, Debug)]
 #[command(
     name = "locklab",

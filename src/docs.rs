@@ -99,6 +99,7 @@ fn cell(proto: &str, v: Option<&Verdict>) -> String {
             fault_sets(v)
         ),
         "holds" => "✓ holds".into(),
+        "vacuous" => "∅ vacuous".into(),
         "n/a" => "n/a".into(),
         other => other.to_string(),
     }
@@ -225,6 +226,7 @@ fn page(r: &CheckReport) -> String {
                 v.invariant
             ),
             "holds" => "✓ holds".into(),
+            "vacuous" => format!("∅ vacuous: {}", v.note),
             other => other.to_string(),
         };
         let sets = if v.status == "violated" {

@@ -187,7 +187,7 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
     }
     let _ = writeln!(
         out,
-        "cells: ✗ N = broken, shortest counterexample N steps; ok = holds (exhaustive); ? = search incomplete; - = n/a"
+        "cells: ✗ N = broken, shortest counterexample N steps; ok = holds (exhaustive); ? = search incomplete; vacuous = never put to the test; - = n/a"
     );
     let _ = writeln!(out);
     // The invariants some report speaks of (no_oversell only with a stock).
@@ -221,6 +221,7 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
                 }
                 Some(v) if v.status == "holds" => format!("{green}{:<16}{reset}", "ok"),
                 Some(v) if v.status == "unknown" => format!("{yellow}{:<16}{reset}", "?"),
+                Some(v) if v.status == "vacuous" => format!("{yellow}{:<16}{reset}", "vacuous"),
                 _ => format!("{:<16}", "-"),
             };
             let _ = write!(line, "  {cell}");

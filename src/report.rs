@@ -149,7 +149,7 @@ fn belief_vs_resource(r: &CheckReport) -> Option<String> {
         .and_then(|v| v.as_str())
         .is_some_and(|c| c != "none");
     match (status("mutual_exclusion"), status("no_lost_update")) {
-        (Some("violated"), Some("holds")) if fenced && r.search.max_accepted_writes == 0 => Some(
+        (Some("violated"), Some("vacuous")) if fenced && r.search.max_accepted_writes == 0 => Some(
             "Belief vs resource: two clients can believe they hold the lock at once; the resource loses no update only because it accepts none: with this token rule a holder's own read raises the mark to its token and its write is then rejected.".into(),
         ),
         (Some("violated"), Some("holds")) if fenced => Some(
@@ -223,6 +223,7 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
             "violated" => format!("{red}VIOLATED{reset} in {} steps", v.steps.unwrap_or(0)),
             "holds" => format!("{green}holds{reset}"),
             "unknown" => format!("{yellow}unknown{reset}"),
+            "vacuous" => format!("{yellow}vacuous{reset}"),
             other => other.to_string(),
         };
         let faults = if v.status != "violated" {
@@ -265,7 +266,11 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
         );
         out.push_str(&traces.unwrap_or(Format::Table).render(t, color));
     }
-    if r.traces.is_empty() && r.verdicts.iter().all(|v| v.status != "unknown") {
+    if r.traces.is_empty()
+        && r.verdicts
+            .iter()
+            .all(|v| v.status != "unknown" && v.status != "vacuous")
+    {
         let _ = writeln!(out);
         let _ = writeln!(
             out,

@@ -143,6 +143,9 @@ pub struct SearchResult {
     pub max_accepted_writes: u8,
     /// Why the search was asked to stop ([`Progress::cancel`]), if it was.
     pub cancelled_by: Option<String>,
+    /// Whether some state reached has a client that believes it holds the
+    /// lock: without one, `mutual_exclusion` would hold vacuously.
+    pub acquired: bool,
 }
 
 impl SearchResult {
@@ -496,6 +499,8 @@ fn search_with(
 
     let init = m.zinit();
     let mut max_accepted_writes = init.world.resource.accepted;
+    let holds = |w: &World| w.clients.iter().any(|c| c.holds());
+    let mut acquired = holds(&init.world);
     let (ifp, iz) = canon.canonical(&init);
     seen.insert(ifp, iz, 0, 0);
     parent.push((ROOT, Link::NONE));
@@ -610,6 +615,7 @@ fn search_with(
                     let nid = parent.len() as u32;
                     parent.push((frontier[s.from].0, s.step));
                     max_accepted_writes = max_accepted_writes.max(s.state.world.resource.accepted);
+                    acquired |= holds(&s.state.world);
                     if s.violates != 0 {
                         let f = used(&s.state.world);
                         for (i, c) in cands.iter_mut().enumerate() {
@@ -689,6 +695,7 @@ fn search_with(
             threads,
             max_accepted_writes,
             cancelled_by: None,
+            acquired,
         },
         depths,
     )

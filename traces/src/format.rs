@@ -296,7 +296,10 @@ pub struct Verdict {
     pub invariant: String,
     /// `belief`, `lock-service`, `resource` or `token`.
     pub category: String,
-    /// `holds`, `violated`, `unknown` (search incomplete) or `n/a`.
+    /// `holds`, `violated`, `unknown` (search incomplete), `vacuous` (an
+    /// exhaustive search found no violation, but the property was never
+    /// put to the test: no client acquired, or fewer than two writes were
+    /// accepted) or `n/a`.
     pub status: String,
     /// Steps in the shortest counterexample, when violated.
     pub steps: Option<usize>,
