@@ -246,6 +246,46 @@ fn every_command_on_the_sheet_is_an_exercise_line() {
 }
 
 #[test]
+fn every_exercise_file_has_its_section_on_the_sheet_and_back() {
+    let sheet = std::fs::read_to_string(SHEET).expect("reads the sheet");
+    let sections: Vec<u32> = sheet
+        .lines()
+        .filter_map(|l| l.strip_prefix("## Exercise "))
+        .map(|l| {
+            l.split(':')
+                .next()
+                .unwrap_or("")
+                .parse()
+                .expect("## Exercise N: title")
+        })
+        .collect();
+    let files: Vec<u32> = exercise_files()
+        .iter()
+        .map(|f| {
+            let name = f
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            name.split('-')
+                .next()
+                .unwrap_or("")
+                .parse()
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "{}: the name must start with the exercise number, NN-",
+                        f.display()
+                    )
+                })
+        })
+        .collect();
+    assert_eq!(
+        sections, files,
+        "the sheet's sections and the exercise files, by number"
+    );
+}
+
+#[test]
 fn the_format_is_parsed_and_bad_lines_are_refused() {
     let l = parse_line(
         "x:1",
