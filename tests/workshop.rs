@@ -129,7 +129,9 @@ fn run(line: &Line, scratch: &Path, n: usize) -> Option<String> {
     if let Expect::Verdict { .. } = line.expect {
         // The fault analysis does not change a verdict; the report is read
         // from a file so that stdout shows what the student sees.
-        args.push("--no-fault-analysis".into());
+        if !args.iter().any(|a| a == "--no-fault-analysis") {
+            args.push("--no-fault-analysis".into());
+        }
         args.extend(["--json".into(), report.display().to_string()]);
     }
     let started = Instant::now();
