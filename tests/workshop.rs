@@ -10,12 +10,14 @@
 //! ```text
 //! expect holds INVARIANT    :: locklab check ... --invariants INVARIANT
 //! expect violated INVARIANT :: locklab check ... --invariants INVARIANT
+//! expect vacuous INVARIANT  :: locklab check ... --invariants INVARIANT
 //! expect exit N             :: locklab any other command
 //! ```
 //!
 //! A `check` line must name its one invariant with `--invariants`, so that
-//! the exit code speaks of it alone: 0 when it holds, 1 when it is violated;
-//! an incomplete search (exit 3, "unknown") never passes.
+//! the exit code speaks of it alone: 0 when it holds, 1 when it is violated,
+//! 3 when it is vacuous (never put to the test); an incomplete search
+//! (exit 3, "unknown") never passes.
 
 mod common;
 
@@ -31,7 +33,7 @@ const SLOW: Duration = Duration::from_secs(30);
 
 #[derive(Debug, PartialEq)]
 enum Expect {
-    /// `holds` or `violated`, for this invariant of a `check`.
+    /// `holds`, `violated` or `vacuous`, for this invariant of a `check`.
     Verdict { status: String, invariant: String },
     /// The exit code of any other command.
     Exit(i32),
@@ -66,7 +68,11 @@ fn parse_line(at: &str, line: &str) -> Result<Line, String> {
             n.parse()
                 .map_err(|_| format!("{at}: `{n}` is not an exit code"))?,
         ),
-        ["expect", status @ ("holds" | "violated"), invariant] => {
+        [
+            "expect",
+            status @ ("holds" | "violated" | "vacuous"),
+            invariant,
+        ] => {
             if cmd.first().map(String::as_str) != Some("check") {
                 return Err(format!(
                     "{at}: a verdict is expected of `locklab check` only"
@@ -87,7 +93,7 @@ fn parse_line(at: &str, line: &str) -> Result<Line, String> {
         }
         _ => {
             return Err(format!(
-                "{at}: expected `expect holds|violated INVARIANT` or `expect exit N` before `::`"
+                "{at}: expected `expect holds|violated|vacuous INVARIANT` or `expect exit N` before `::`"
             ));
         }
     };
@@ -165,7 +171,11 @@ fn run(line: &Line, scratch: &Path, n: usize) -> Option<String> {
                 .and_then(|vs| vs.iter().find(|v| v["invariant"] == invariant.as_str()))
                 .and_then(|v| v["status"].as_str())
                 .unwrap_or("missing");
-            let want_code = if status == "holds" { 0 } else { 1 };
+            let want_code = match status.as_str() {
+                "holds" => 0,
+                "violated" => 1,
+                _ => 3,
+            };
             if got != status || code != want_code {
                 why(format!(
                     "{invariant} {got} with exit {code}, expected {status} with exit {want_code}"
