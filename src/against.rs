@@ -30,6 +30,41 @@ pub struct AgainstArgs {
     /// From a check report, the trace of this invariant [default: the first]
     #[arg(long, value_name = "NAME")]
     pub invariant: Option<String>,
+    /// Switch off yes/no knobs the trace carries, comma-separated, to run
+    /// the fix of a bug knob: renew-unchecked, no-cancel, delayed-restart,
+    /// no-recheck, fence-reads, idempotent
+    #[arg(long, value_name = "KNOBS", value_delimiter = ',')]
+    pub off: Vec<String>,
+}
+
+/// The yes/no knobs `--off` can switch off, by CLI name.
+const SWITCHES: &[&str] = &[
+    "renew-unchecked",
+    "no-cancel",
+    "delayed-restart",
+    "no-recheck",
+    "fence-reads",
+    "idempotent",
+];
+
+/// Switches `knob` off in `p`.
+fn switch_off(p: &mut Params, knob: &str) -> Result<(), Failure> {
+    let field = match knob {
+        "renew-unchecked" => &mut p.renew_unchecked,
+        "no-cancel" => &mut p.no_cancel,
+        "delayed-restart" => &mut p.delayed_restart,
+        "no-recheck" => &mut p.no_recheck,
+        "fence-reads" => &mut p.fence_reads,
+        "idempotent" => &mut p.idempotent,
+        other => {
+            return Err(Failure::input(format!(
+                "--off {other}: not a yes/no knob; allowed: {}",
+                SWITCHES.join(", ")
+            )));
+        }
+    };
+    *field = false;
+    Ok(())
 }
 
 /// The target model: the trace's world, the target protocol's own knobs
@@ -70,6 +105,9 @@ fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Fai
         }
     }
     args.model.overlay(proto, &mut p)?;
+    for knob in &args.off {
+        switch_off(&mut p, knob.trim())?;
+    }
     LockModel::new(proto, p).map_err(|e| Failure::input(crate::options::cli_names(&e.0)))
 }
 

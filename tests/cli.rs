@@ -1330,3 +1330,40 @@ fn a_clock_drift_past_what_redlocks_allowance_covers_loses_an_update() {
     assert!(out.contains("(its clock runs fast)"), "{out}");
     assert!(out.contains("(its clock runs slow)"), "{out}");
 }
+
+#[test]
+fn trace_against_can_switch_off_a_bug_knob_the_trace_carries() {
+    // The workshop's "now fix it" for unchecked renewal: the same schedule
+    // against the same protocol with the bug knob off.
+    let dir = common::scratch("against-off");
+    let t = common::check(
+        dir.path(),
+        "unchecked",
+        &[
+            "watchdog",
+            "--faults",
+            "pause",
+            "--renew-unchecked",
+            "--invariants",
+            "ownership",
+        ],
+    );
+    let file = t.to_str().unwrap();
+    let same = locklab(&["trace", "against", "watchdog", file]);
+    assert_eq!(same.status.code(), Some(1), "{}", stdout(&same));
+    let fixed = locklab(&[
+        "trace",
+        "against",
+        "watchdog",
+        file,
+        "--off",
+        "renew-unchecked",
+    ]);
+    let out = stdout(&fixed);
+    assert_eq!(fixed.status.code(), Some(0), "{out}");
+    assert!(out.contains("renew-unchecked=false BLOCKS it"), "{out}");
+    rejects(
+        &["trace", "against", "watchdog", file, "--off", "ttl"],
+        "--off ttl: not a yes/no knob; allowed: renew-unchecked",
+    );
+}
