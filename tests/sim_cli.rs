@@ -189,6 +189,14 @@ fn bad_options_get_a_clear_error_and_exit_2() {
         (&["--out-dir", "/nonexistent/dir"], "no such directory"),
         (&["--scheduler", "fifo"], "expected random or ordered"),
         (
+            &["--clock-drift-ppm", "abc"],
+            "expected a whole number of parts per million",
+        ),
+        (
+            &["--clock-drift-ppm", "200000"],
+            "--clock-drift-ppm 200000 is out of range",
+        ),
+        (
             &["--resource-check", "write"],
             "does not apply to lua-release",
         ),

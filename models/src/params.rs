@@ -831,7 +831,12 @@ impl Params {
             range("quorum", self.quorum, 1, self.instances)?;
             range("drift-factor-ppm", self.drift_factor_ppm, 0, 1_000_000)?;
         }
-        range("clock-drift", self.clock_drift_ppm, 0, MAX_CLOCK_DRIFT_PPM)?;
+        range(
+            "clock-drift-ppm",
+            self.clock_drift_ppm,
+            0,
+            MAX_CLOCK_DRIFT_PPM,
+        )?;
         self.validate_resource(protocol)?;
         for k in FaultKind::ALL {
             let b = self.faults.get(k);

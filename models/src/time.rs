@@ -152,11 +152,10 @@ impl<'a> TimeCtx<'a> {
         let i = self.asks.len();
         let yes = match &self.answers {
             Answers::Script(s) => s.get(i).copied().unwrap_or(true),
-            Answers::Values(v, given) => given.get(i).copied().unwrap_or_else(|| {
-                let x = self.value(v, clk);
-                let b = crate::engine::solve::Rational::integer(bound);
-                if strict { x < b } else { x <= b }
-            }),
+            Answers::Values(v, given) => given
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| self.exact(v, clk, bound, strict)),
         };
         self.asks.push(Ask {
             clk,
@@ -177,14 +176,25 @@ impl<'a> TimeCtx<'a> {
         let (Answers::Values(v, _), Some(a)) = (&self.answers, self.asks.last()) else {
             return "";
         };
-        let x = self.value(v, a.clk);
-        let b = crate::engine::solve::Rational::integer(a.bound);
-        let exact = if a.strict { x < b } else { x <= b };
-        match (exact, a.yes) {
+        match (self.exact(v, a.clk, a.bound, a.strict), a.yes) {
             (true, false) => " (its clock runs fast)",
             (false, true) => " (its clock runs slow)",
             _ => "",
         }
+    }
+
+    /// The answer an exact clock gives: does `clk` read at most `bound`
+    /// (less than, when `strict`)?
+    fn exact(
+        &self,
+        v: &[crate::engine::solve::Rational],
+        clk: Clk,
+        bound: Micros,
+        strict: bool,
+    ) -> bool {
+        let x = self.value(v, clk);
+        let b = crate::engine::solve::Rational::integer(bound);
+        if strict { x < b } else { x <= b }
     }
 
     /// What `clk` reads now, in the concrete engine.

@@ -382,13 +382,18 @@ fn a_monotonic_elapsed_clock_ignores_the_clients_clock_jumps() {
 }
 
 /// One-instance Redlock with a slow critical section and clocks whose rate
-/// may drift by `ppm`: does an update get lost?
-fn redlock_drift_loses(ppm: u32) -> Option<Vec<locklab_models::search::PathStep>> {
-    let m = model_with("redlock", &[Slow], |p| {
+/// may drift by `ppm`.
+fn redlock_drifting(ppm: u32) -> LockModel {
+    model_with("redlock", &[Slow], |p| {
         p.instances = 1;
         p.quorum = 1;
         p.clock_drift_ppm = ppm;
-    });
+    })
+}
+
+/// Does [`redlock_drifting`] lose an update?
+fn redlock_drift_loses(ppm: u32) -> Option<Vec<locklab_models::search::PathStep>> {
+    let m = redlock_drifting(ppm);
     let r = check(&m, &[NoLostUpdate]);
     if r.violations.is_empty() {
         assert!(r.exhaustive());
@@ -425,22 +430,13 @@ fn redlock_loses_an_update_exactly_when_rate_drift_outruns_its_allowance() {
         threshold - 1
     );
     let path = redlock_drift_loses(threshold).expect("breaks at the threshold");
-    let m = model_with("redlock", &[Slow], |q| {
-        q.instances = 1;
-        q.quorum = 1;
-        q.clock_drift_ppm = threshold;
-    });
-    validated(&m, NoLostUpdate, &path);
+    validated(&redlock_drifting(threshold), NoLostUpdate, &path);
 }
 
 #[test]
 fn a_drifting_trace_records_its_answers_and_refuses_forged_ones() {
     let ppm = 6_000;
-    let m = model_with("redlock", &[Slow], |p| {
-        p.instances = 1;
-        p.quorum = 1;
-        p.clock_drift_ppm = ppm;
-    });
+    let m = redlock_drifting(ppm);
     let path = redlock_drift_loses(ppm).expect("breaks");
     let t = trace::build(&m, &path, NoLostUpdate, "check", None).expect("builds");
     // Every step that asked a timing question records its answers.
