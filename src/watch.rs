@@ -1,8 +1,10 @@
 //! A long `check` from the outside: a progress line on a terminal, a time
 //! and a memory limit, and Ctrl-C. A watcher thread looks every 100 ms at
 //! the clock, the process's resident memory, the interrupt flag and the
-//! running search's counters (`search::Progress`: states stored, depth);
-//! a limit or Ctrl-C ends the process from here, after printing what is
+//! running search's counters (`search::Progress`: states stored, depth).
+//! On a limit or Ctrl-C, a run that stops gracefully (`check`) asks the
+//! search to stop and report what it has; otherwise (or if it does not
+//! wrap up in time) the process ends from here, after printing what is
 //! finished and how far the search had got.
 
 use crate::report::thousands;
