@@ -1,6 +1,7 @@
 //! `locklab list`: the protocols, fault kinds and invariants, one line each.
 
 use locklab_models::params::{ResourceCheck, ResourceOp};
+use locklab_models::presets::ClientPreset;
 use locklab_models::{FaultKind, Invariant, protocols};
 use serde_json::json;
 use std::fmt::Write;
@@ -33,8 +34,13 @@ pub fn render_json() -> String {
         .iter()
         .map(|i| json!({ "name": i.name(), "category": i.category(), "meaning": i.meaning() }))
         .collect();
+    let clients: Vec<_> = ClientPreset::ALL
+        .iter()
+        .map(|c| json!({ "name": c.name(), "library": c.library(), "options": c.summary() }))
+        .collect();
     let all = json!({
         "protocols": protocols,
+        "redlock_clients": clients,
         "fault_kinds": faults,
         "invariants": invariants,
     });
@@ -89,6 +95,15 @@ pub fn render() -> String {
     );
     for c in ResourceCheck::ALL {
         let _ = writeln!(out, "  {:<18}  {}", c.name(), c.meaning());
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Redlock clients (--client NAME; each sets these options, docs/clients.md gives the sources):"
+    );
+    for c in ClientPreset::ALL {
+        let _ = writeln!(out, "  {:<18}  {}", c.name(), c.library());
+        let _ = writeln!(out, "  {:<18}    {}", "", c.summary());
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "Invariants (--invariants NAME,NAME):");

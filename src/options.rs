@@ -5,6 +5,9 @@
 use crate::util::{Failure, unknown};
 use clap::{Args, ValueEnum};
 use locklab_models::params::{Network, PARAMS, ResourceCheck, ResourceOp, TokenRule, TokenStore};
+use locklab_models::presets::{
+    ClientPreset, Decide, LockValue, Release, Requests, UnlockOnFailure,
+};
 use locklab_models::time::Micros;
 use locklab_models::{FaultKind, LockModel, Params, protocols, units};
 
@@ -234,6 +237,39 @@ pub struct ModelArgs {
         help_heading = "Protocol knobs"
     )]
     pub elapsed_clock: Option<ElapsedOpt>,
+    /// Redlock: the client library to model, as a preset of the behaviours
+    /// below (each can still be set on its own): page (the redis.io
+    /// algorithm, the default), redsync, redlock-py, node-redlock,
+    /// redlock-rb. `locklab list` shows what each sets; docs/clients.md the sources
+    #[arg(long, value_name = "LIBRARY", value_parser = names(ClientPreset::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    pub client: Option<String>,
+    /// Redlock: the lock value: per-call (one per lock() call, reused by its
+    /// retries), per-attempt (a new one every try) or per-thread (one for
+    /// every acquisition) [default: per-call]
+    #[arg(long, value_name = "SCOPE", value_parser = names(LockValue::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    pub value: Option<String>,
+    /// Redlock: after a failed attempt, unlock every instance and wait for the
+    /// answers (await), without waiting (fire-and-forget), or not at all
+    /// (none) [default: fire-and-forget]
+    #[arg(long, value_name = "HOW", value_parser = names(UnlockOnFailure::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    pub unlock_on_failure: Option<String>,
+    /// Redlock: the release waits for every instance's answer (await) or
+    /// not (fire-and-forget) [default: fire-and-forget]
+    #[arg(long, value_name = "HOW", value_parser = names(Release::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    pub release: Option<String>,
+    /// Redlock: ask every instance at once (concurrent) or one after another,
+    /// each with its own timeout (sequential) [default: concurrent]
+    #[arg(long, value_name = "HOW", value_parser = names(Requests::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    pub requests: Option<String>,
+    /// Redlock: decide an attempt once every instance answered or timed out
+    /// (all-replies), or as soon as a quorum said yes or a quorum said no
+    /// (first-quorum) [default: all-replies]
+    #[arg(long, value_name = "WHEN", value_parser = names(Decide::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    pub decide: Option<String>,
+    /// Redlock: check validity = TTL - elapsed - drift > 0 when the votes are
+    /// in and again before writing (on), or trust a quorum (off) [default: on]
+    #[arg(long, value_name = "ON|OFF", value_parser = names(["on", "off"]), help_heading = "Redlock client")]
+    pub validity_check: Option<String>,
     /// A restarted Redis stays unavailable for the TTL and one more second before serving
     #[arg(long, help_heading = "Protocol knobs")]
     pub delayed_restart: bool,
@@ -272,6 +308,12 @@ pub struct ModelArgs {
     /// etcd 3.4: after waiting, return the lock without re-checking the own key
     #[arg(long, help_heading = "Protocol knobs")]
     pub no_recheck: bool,
+}
+
+/// A clap parser that takes exactly these names (so `--help` lists them and
+/// clap suggests the nearest on a typo).
+fn names(list: impl IntoIterator<Item = &'static str>) -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(list)
 }
 
 /// `--faults ""`: an empty list is a mistake, not a way to say "none".
@@ -416,6 +458,13 @@ impl ModelArgs {
         add(self.drift_factor.is_some(), "drift-factor-ppm");
         add(self.clock_drift.is_some(), "clock-drift-ppm");
         add(self.elapsed_clock.is_some(), "elapsed-clock");
+        add(self.client.is_some(), "client");
+        add(self.value.is_some(), "value");
+        add(self.unlock_on_failure.is_some(), "unlock-on-failure");
+        add(self.release.is_some(), "release");
+        add(self.requests.is_some(), "requests");
+        add(self.decide.is_some(), "decide");
+        add(self.validity_check.is_some(), "validity-check");
         add(self.delayed_restart, "delayed-restart");
         add(self.resource_check.is_some(), "resource-check");
         add(self.token_rule.is_some(), "token-rule");
@@ -582,6 +631,7 @@ impl ModelArgs {
                 RuleOpt::Gt => TokenRule::Gt,
             };
         }
+        self.overlay_client(p);
         if let Some(e) = self.elapsed_clock {
             p.elapsed_clock = match e {
                 ElapsedOpt::Wall => locklab_models::params::ElapsedClock::Wall,
@@ -606,6 +656,31 @@ impl ModelArgs {
             };
         }
         Ok(())
+    }
+
+    /// The Redlock client: a preset first, then each behaviour set on its own.
+    /// (Every name was checked by clap.)
+    fn overlay_client(&self, p: &mut Params) {
+        fn pick<T: Copy>(v: &Option<String>, from: fn(&str) -> Option<T>, field: &mut T) {
+            if let Some(t) = v.as_deref().and_then(from) {
+                *field = t;
+            }
+        }
+        if let Some(preset) = self.client.as_deref().and_then(ClientPreset::from_name) {
+            preset.apply(p);
+        }
+        pick(&self.value, LockValue::from_name, &mut p.value);
+        pick(
+            &self.unlock_on_failure,
+            UnlockOnFailure::from_name,
+            &mut p.unlock_on_failure,
+        );
+        pick(&self.release, Release::from_name, &mut p.release);
+        pick(&self.requests, Requests::from_name, &mut p.requests);
+        pick(&self.decide, Decide::from_name, &mut p.decide);
+        if let Some(v) = &self.validity_check {
+            p.validity_check = v == "on";
+        }
     }
 
     fn apply_faults(

@@ -31,6 +31,12 @@ pub fn param_value(key: &str, v: &serde_json::Value) -> String {
             format!("{}{sep}{frac}", ppm / 1_000_000)
         }
         k if DURATIONS.contains(&k) => duration_text(v),
+        "validity-check" => if v.as_bool() == Some(false) {
+            "off"
+        } else {
+            "on"
+        }
+        .into(),
         _ => match v {
             serde_json::Value::String(s) => s.clone(),
             serde_json::Value::Null => "off".into(),

@@ -1367,3 +1367,73 @@ fn trace_against_can_switch_off_a_bug_knob_the_trace_carries() {
         "--off ttl: not a yes/no knob; allowed: renew-unchecked",
     );
 }
+
+#[test]
+fn redlock_client_presets_are_listed_applied_and_checked() {
+    // `list` names every preset with the options it sets.
+    let out = stdout(&locklab(&["list"]));
+    for name in [
+        "page",
+        "redsync",
+        "redlock-py",
+        "node-redlock",
+        "redlock-rb",
+    ] {
+        assert!(out.contains(&format!("  {name} ")), "{name} in:\n{out}");
+    }
+    assert!(out.contains("--value per-attempt"), "{out}");
+    // A preset is a set of behaviours the report shows, and a knob
+    // given beside it wins.
+    let o = locklab(&[
+        "check",
+        "redlock",
+        "--instances",
+        "1",
+        "--quorum",
+        "1",
+        "--client",
+        "node-redlock",
+        "--validity-check",
+        "on",
+        "--faults",
+        "delay",
+        "--timeout",
+        "60s",
+        "--invariants",
+        "no_lost_update",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("client=node-redlock"), "{out}");
+    assert!(out.contains("decide=first-quorum"), "{out}");
+    assert!(!out.contains("validity-check=off"), "{out}");
+    // Without the validity check (node-redlock's own), a late quorum loses an update.
+    let o = locklab(&[
+        "check",
+        "redlock",
+        "--instances",
+        "1",
+        "--quorum",
+        "1",
+        "--client",
+        "node-redlock",
+        "--faults",
+        "delay",
+        "--timeout",
+        "60s",
+        "--invariants",
+        "no_lost_update",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("validity-check=off"), "{}", stdout(&o));
+    // Bad names and a knob for another protocol are refused, naming what is allowed.
+    rejects(
+        &["check", "redlock", "--client", "redlok"],
+        "possible values: page, redsync, redlock-py, node-redlock, redlock-rb",
+    );
+    rejects(
+        &["check", "redlock", "--validity-check", "maybe"],
+        "on, off",
+    );
+    rejects(&["check", "lua-release", "--client", "redsync"], "--client");
+}

@@ -149,7 +149,7 @@ impl Canon {
 fn map_val(v: Val, p: &[u8]) -> Val {
     Val {
         client: p[v.client as usize],
-        round: v.round,
+        ..v
     }
 }
 

@@ -341,6 +341,13 @@ pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
     got
 }
 
+/// The replies that have arrived for gathering client `c` and wait to be read.
+pub fn arrived(w: &World, c: u8) -> impl Iterator<Item = &Msg> {
+    w.net
+        .iter()
+        .filter(move |m| m.to == Node::Client(c) && m.chan == Chan::Main && m.arrived)
+}
+
 /// True when gathering client `c` has a reply in from every server it
 /// still waits for.
 pub fn all_arrived(w: &World, c: u8) -> bool {
@@ -350,12 +357,7 @@ pub fn all_arrived(w: &World, c: u8) -> bool {
         .iter()
         .filter(|v| **v == crate::world::Vote::Pending)
         .count();
-    let arrived = w
-        .net
-        .iter()
-        .filter(|m| m.to == Node::Client(c) && m.chan == Chan::Main && m.arrived)
-        .count();
-    waiting > 0 && arrived >= waiting
+    waiting > 0 && arrived(w, c).count() >= waiting
 }
 
 /// A reply reaches client `c`. A gathering client's reply lands in its
@@ -386,8 +388,12 @@ pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
             m.clk = crate::time::Clk(0);
         }
         x.w.net.sort();
-        // Every awaited reply is in: the client reads them within a step.
-        if all_arrived(x.w, c) {
+        // Every awaited reply is in (or enough to decide): the client
+        // reads them within a step.
+        let stepping = x.w.clients[c as usize]
+            .wait
+            .is_some_and(|w| w.kind == WaitKind::Step);
+        if !stepping && x.m.proto.replies_ready(x.m, x.w, c) {
             x.set_wait(c, WaitKind::Step);
         }
         return;

@@ -53,7 +53,7 @@ impl Invariant {
                 "no two clients ever believe they hold the lock and are in the critical section at once (a paused one included)"
             }
             Invariant::Ownership => {
-                "a client never deletes or re-times a lock entry that another client owns"
+                "a client never deletes or re-times a lock entry that another client owns, and no stale request of its own deletes its current one"
             }
             Invariant::NoLostUpdate => {
                 "the resource's counter equals the number of writes it accepted"
@@ -164,12 +164,17 @@ impl Invariant {
                 format!("{who} believe they hold the lock at once")
             }
             Invariant::Ownership => match w.ghost.foreign {
+                Some((actor, _, Touch::DeletedOwnCurrent)) => format!(
+                    "a stale compare-and-delete of {who}'s, from an earlier attempt that carried the same value, deleted {who}'s current lock entry (value reuse)",
+                    who = w.client_name(actor)
+                ),
                 Some((actor, owner, how)) => format!(
                     "{} {} the lock entry owned by {}",
                     w.client_name(actor),
                     match how {
                         Touch::Deleted => "deleted",
                         Touch::Extended => "changed the expiry of",
+                        Touch::DeletedOwnCurrent => "deleted",
                     },
                     w.client_name(owner)
                 ),

@@ -9,6 +9,7 @@
 //! * [`protocols`]: one file per lock protocol.
 //! * [`faults`]: every fault kind, when it may strike and what it does.
 //! * [`resource`]: the protected counter and its fencing-token checks.
+//! * [`presets`]: the Redlock client libraries and their behaviours.
 //! * [`invariants`]: the safety properties.
 //! * [`model`]: the transition function.
 //! * `explore` (with the default feature `explore`): the same transitions as
@@ -27,6 +28,7 @@ pub mod faults;
 pub mod invariants;
 pub mod model;
 pub mod params;
+pub mod presets;
 pub mod protocols;
 pub mod redis;
 pub mod resource;

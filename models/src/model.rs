@@ -109,7 +109,10 @@ impl LockModel {
         };
         World {
             clients: (0..self.params.clients)
-                .map(|i| Client::new(Clk(i + 1)))
+                .map(|i| Client {
+                    per_attempt: self.params.value == crate::presets::LockValue::PerAttempt,
+                    ..Client::new(Clk(i + 1))
+                })
                 .collect(),
             redis,
             net: Vec::new(),

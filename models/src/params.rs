@@ -14,6 +14,7 @@
 //!   it: `int(TTL_ms × 0.01) + 2` ms.
 
 use crate::faults::{Budgets, FaultKind};
+use crate::presets::{ClientPreset, Decide, LockValue, Release, Requests, UnlockOnFailure};
 use crate::time::{MS, Micros, SEC};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -218,6 +219,12 @@ pub const MAX_STOCK: u8 = 8;
 /// Largest `--unfenced-writers`.
 pub const MAX_UNFENCED_WRITERS: u8 = 2;
 
+fn yes() -> bool {
+    true
+}
+fn is_true(v: &bool) -> bool {
+    *v
+}
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
@@ -342,6 +349,29 @@ pub struct Params {
     /// Redlock: the clock the client measures elapsed time with.
     #[serde(default, skip_serializing_if = "is_default")]
     pub elapsed_clock: ElapsedClock,
+    /// Redlock: the client library this model follows (`--client`); its
+    /// behaviours are the fields below, each settable on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientPreset>,
+    /// Redlock: how the client names its lock value (`--value`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub value: LockValue,
+    /// Redlock: what the client does after a failed attempt (`--unlock-on-failure`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub unlock_on_failure: UnlockOnFailure,
+    /// Redlock: whether the release waits for the instances' answers (`--release`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub release: Release,
+    /// Redlock: all instances at once, or one after another (`--requests`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub requests: Requests,
+    /// Redlock: when an attempt is decided (`--decide`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub decide: Decide,
+    /// Redlock: the client checks the validity left (TTL − elapsed − drift
+    /// > 0) on acquiring and before writing (`--validity-check on|off`).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub validity_check: bool,
     /// Clock-rate drift bound ρ, in parts per million: every node's clock
     /// may run fast or slow by up to this much (`--clock-drift`), so its
     /// timers and the TTLs it measures span a band of real times
@@ -422,6 +452,13 @@ impl Params {
             quorum: instances / 2 + 1,
             drift_factor_ppm: 10_000,
             elapsed_clock: ElapsedClock::Wall,
+            client: None,
+            value: LockValue::PerCall,
+            unlock_on_failure: UnlockOnFailure::FireAndForget,
+            release: Release::FireAndForget,
+            requests: Requests::Concurrent,
+            decide: Decide::AllReplies,
+            validity_check: true,
             clock_drift_ppm: 0,
             delayed_restart: false,
             resource_check: protocol.default_resource_check(),
@@ -631,6 +668,41 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "elapsed-clock",
         help: "Redlock: the clock elapsed time is measured with: wall (redlock-py, node-redlock; moved by jumps) or monotonic (redsync, redlock-rb)",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "client",
+        help: "Redlock: the client library whose behaviours the model follows (locklab list shows the presets)",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "value",
+        help: "Redlock: the lock value: per-call (reused by retries), per-attempt, or per-thread (reused by every acquisition)",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "unlock-on-failure",
+        help: "Redlock: after a failed attempt, unlock every instance and await the answers, fire-and-forget, or none",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "release",
+        help: "Redlock: the release awaits the instances' answers, or fires and forgets",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "requests",
+        help: "Redlock: send to every instance at once (concurrent) or one after another (sequential)",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "decide",
+        help: "Redlock: decide an attempt once every instance answered (all-replies) or at the first quorum either way (first-quorum)",
+        only: Some(REDLOCK),
+    },
+    ParamInfo {
+        name: "validity-check",
+        help: "Redlock: check TTL - elapsed - drift > 0 on acquiring and before writing",
         only: Some(REDLOCK),
     },
     ParamInfo {

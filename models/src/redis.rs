@@ -19,7 +19,8 @@ use crate::client::Ctx;
 use crate::ev;
 use crate::time::Micros;
 use crate::world::{
-    Body, Chan, Cmd, Entry, Expiry, Msg, Node, ReplKind, ReplOp, Reply, Role, Status, Touch, World,
+    Body, Chan, Cmd, Entry, Expiry, Msg, Node, ReplKind, ReplOp, Reply, Role, Status, Touch, Val,
+    World,
 };
 use locklab_traces::EventKind;
 
@@ -55,6 +56,16 @@ fn replicate_later(x: &mut Ctx, p: usize, kind: ReplKind, exp: Option<Expiry>) {
 fn touch_foreign(w: &mut World, actor: u8, owner: u8, how: Touch) {
     if actor != owner && w.ghost.foreign.is_none() {
         w.ghost.foreign = Some((actor, owner, how));
+    }
+}
+
+/// A compare-and-delete carrying `sent` matched the entry `found` by value
+/// alone: if `found` is the sender's current attempt and `sent` came from
+/// another one, a stale request of its own deleted its live lock.
+fn stale_own_delete(w: &mut World, from: u8, sent: Val, found: Val) {
+    let current = w.clients[from as usize].val(from);
+    if sent != found && found == current && w.ghost.foreign.is_none() {
+        w.ghost.foreign = Some((from, from, Touch::DeletedOwnCurrent));
     }
 }
 
@@ -135,7 +146,8 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
             None => Reply::Int(0),
         },
         Cmd::Cad { val } => match cur {
-            Some(e) if e.val == val => {
+            Some(e) if x.m.params.value.same(e.val, val) => {
+                stale_own_delete(x.w, from, val, e.val);
                 x.w.redis[si].lock = None;
                 replicate_later(x, si, ReplKind::Del, None);
                 Reply::Int(1)
@@ -143,9 +155,9 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
             _ => Reply::Int(0),
         },
         Cmd::Renew { val, ttl } => match cur {
-            Some(e) if e.val == val => {
+            Some(e) if x.m.params.value.same(e.val, val) => {
                 let exp = expiry(x, Some(ttl));
-                x.w.redis[si].lock = Some(Entry { val, exp });
+                x.w.redis[si].lock = Some(Entry { val: e.val, exp });
                 replicate_later(x, si, ReplKind::Expire, Some(exp));
                 Reply::Int(1)
             }

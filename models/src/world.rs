@@ -24,15 +24,57 @@ pub enum Node {
 
 /// A lock value: the ownership proof of one acquisition (`c1#1` = client 1's
 /// first acquisition). Unique per acquisition, as the article demands.
+///
+/// `attempt` tells a Redlock client's attempts apart. It is the attempt's
+/// identity in the model, whatever the value on the wire: a client whose
+/// retries reuse one value (`--value per-call`) sends the same bytes, and
+/// the model still knows which attempt a stale request came from. Attempt
+/// labels are recycled: a new attempt takes the least label that nothing
+/// in the world still carries (labels are only ever compared for
+/// equality, so this loses nothing, and it keeps the state space finite).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Val {
     pub client: u8,
     pub round: u8,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u8,
+    /// The attempt is part of the value on the wire (`--value per-attempt`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub per_attempt: bool,
+}
+
+fn is_zero(v: &u8) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 impl Val {
+    /// Client `client`'s value for acquisition `round` (its first attempt).
+    pub fn new(client: u8, round: u8) -> Val {
+        Val {
+            client,
+            round,
+            attempt: 0,
+            per_attempt: false,
+        }
+    }
+
+    /// The value as the wire carries it: `c1#1`, and `c1#1.2` for an
+    /// attempt's own value (`--value per-attempt`).
     pub fn text(self) -> String {
-        format!("c{}#{}", self.client + 1, self.round + 1)
+        if !self.per_attempt || self.attempt == 0 {
+            format!("c{}#{}", self.client + 1, self.round + 1)
+        } else {
+            format!(
+                "c{}#{}.{}",
+                self.client + 1,
+                self.round + 1,
+                self.attempt + 1
+            )
+        }
     }
 }
 
@@ -98,6 +140,30 @@ fn ms(t: Micros) -> i64 {
 }
 
 impl Cmd {
+    /// The lock value the command carries, if any.
+    pub fn val(self) -> Option<Val> {
+        match self {
+            Cmd::SetNxPx { val, .. }
+            | Cmd::SetNx { val }
+            | Cmd::Cad { val }
+            | Cmd::Renew { val, .. }
+            | Cmd::FencedSet { val, .. } => Some(val),
+            _ => None,
+        }
+    }
+
+    /// The lock value the command carries, to change.
+    pub fn val_mut(&mut self) -> Option<&mut Val> {
+        match self {
+            Cmd::SetNxPx { val, .. }
+            | Cmd::SetNx { val }
+            | Cmd::Cad { val }
+            | Cmd::Renew { val, .. }
+            | Cmd::FencedSet { val, .. } => Some(val),
+            _ => None,
+        }
+    }
+
     pub fn text(self) -> String {
         match self {
             Cmd::SetNxPx { val, ttl } => format!("SET lock {} NX PX {}", val.text(), ms(ttl)),
@@ -413,6 +479,9 @@ pub enum Vote {
     Pending,
     Yes,
     No,
+    /// Not asked yet: a client that asks one instance after another
+    /// (`--requests sequential`) has not reached it.
+    Unsent,
 }
 
 /// One client process.
@@ -441,6 +510,12 @@ pub struct Client {
     /// far the client's wall clock has jumped forward since.
     pub t1: Option<Clk>,
     pub t1_shift: Micros,
+    /// Redlock: the label of the current attempt (see [`Val`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u8,
+    /// Every attempt sends a value of its own (`--value per-attempt`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub per_attempt: bool,
 }
 
 impl Client {
@@ -463,6 +538,8 @@ impl Client {
             votes: Vec::new(),
             t1: None,
             t1_shift: 0,
+            attempt: 0,
+            per_attempt: false,
         }
     }
 
@@ -471,6 +548,8 @@ impl Client {
         Val {
             client: id,
             round: self.round,
+            attempt: self.attempt,
+            per_attempt: self.per_attempt,
         }
     }
 
@@ -539,6 +618,10 @@ pub struct Ghost {
 pub enum Touch {
     Deleted,
     Extended,
+    /// A stale compare-and-delete of the client's own (an earlier attempt
+    /// or acquisition that carried the same value) deleted its current
+    /// lock entry: the value-reuse failure.
+    DeletedOwnCurrent,
 }
 
 /// One lock entry of the consensus service: an ephemeral sequential znode
@@ -584,6 +667,74 @@ pub struct World {
 }
 
 impl World {
+    /// Every lock value the world still carries: on a server (its key, its
+    /// replication backlog), in a message, or kept alive by a watchdog.
+    pub fn vals(&self) -> Vec<Val> {
+        let mut v = Vec::new();
+        for r in &self.redis {
+            v.extend(r.lock.map(|e| e.val));
+            for op in &r.backlog {
+                if let ReplKind::Set(x) | ReplKind::SetAndIncr(x) = op.kind {
+                    v.push(x);
+                }
+            }
+        }
+        for m in &self.net {
+            match m.body {
+                Body::Req(cmd) => v.extend(cmd.val()),
+                Body::Reply(Reply::Val(x)) => v.push(x),
+                _ => {}
+            }
+        }
+        v.extend(self.clients.iter().filter_map(|c| c.wd.map(|d| d.val)));
+        v
+    }
+
+    /// Client `c`'s values of acquisition `round` as labelled `attempt` to
+    /// `to`, wherever the world carries them.
+    pub fn relabel(&mut self, c: u8, round: u8, attempt: u8, to: u8) {
+        let f = |v: &mut Val| {
+            if v.client == c && v.round == round && v.attempt == attempt {
+                v.attempt = to;
+            }
+        };
+        for r in &mut self.redis {
+            if let Some(e) = r.lock.as_mut() {
+                f(&mut e.val);
+            }
+            for op in &mut r.backlog {
+                if let ReplKind::Set(x) | ReplKind::SetAndIncr(x) = &mut op.kind {
+                    f(x);
+                }
+            }
+        }
+        for m in &mut self.net {
+            match &mut m.body {
+                Body::Req(cmd) => cmd.val_mut().into_iter().for_each(f),
+                Body::Reply(Reply::Val(x)) => f(x),
+                _ => {}
+            }
+        }
+        for cl in &mut self.clients {
+            if let Some(d) = cl.wd.as_mut() {
+                f(&mut d.val);
+            }
+        }
+        self.net.sort();
+    }
+
+    /// The least attempt label for client `c`'s acquisition `round` that
+    /// nothing in the world carries (see [`Val`]).
+    pub fn fresh_attempt(&self, c: u8, round: u8) -> u8 {
+        let used = self.vals();
+        (0..=u8::MAX)
+            .find(|a| {
+                !used
+                    .iter()
+                    .any(|v| v.client == c && v.round == round && v.attempt == *a)
+            })
+            .unwrap_or(0)
+    }
     /// The lock service issues fencing token `t` with a grant. Records a
     /// token that is not above every earlier one (`token_monotonic`).
     pub fn issue_token(&mut self, t: u16) {

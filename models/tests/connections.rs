@@ -26,10 +26,27 @@ fn requests(w: &World) -> Vec<(Key, Body, bool)> {
     w.net
         .iter()
         .filter_map(|m: &Msg| match (m.from, m.body) {
-            (Node::Client(c), Body::Req(_)) => Some(((c, m.to, m.chan), m.body, m.conn > 0)),
+            (Node::Client(c), Body::Req(_)) => Some(((c, m.to, m.chan), wire(m.body), m.conn > 0)),
             _ => None,
         })
         .collect()
+}
+
+/// A request as the wire carries it: without the model's attempt label,
+/// which a new Redlock attempt may change on requests already in flight
+/// (a value shared by all attempts is the same bytes).
+fn wire(b: Body) -> Body {
+    match b {
+        Body::Req(mut cmd) => {
+            if let Some(v) = cmd.val_mut()
+                && !v.per_attempt
+            {
+                v.attempt = 0;
+            }
+            Body::Req(cmd)
+        }
+        other => other,
+    }
 }
 
 /// Removes one occurrence of `x` from `v`; false if there was none.
@@ -62,7 +79,10 @@ fn reordering(m: &LockModel, path: &[PathStep]) -> Option<String> {
         {
             let key = (c, msg.to, msg.chan);
             let queues = conns.entry(key).or_default();
-            match queues.iter_mut().find(|q| q.front() == Some(&msg.body)) {
+            match queues
+                .iter_mut()
+                .find(|q| q.front() == Some(&wire(msg.body)))
+            {
                 Some(q) => {
                     q.pop_front();
                     if matches!(a, Action::Drop { .. }) {
@@ -101,7 +121,7 @@ fn reordering(m: &LockModel, path: &[PathStep]) -> Option<String> {
         {
             take(
                 &mut remaining,
-                &((c, msg.to, msg.chan), msg.body, msg.conn > 0),
+                &((c, msg.to, msg.chan), wire(msg.body), msg.conn > 0),
             );
         }
         for r in &after {
@@ -232,10 +252,7 @@ fn a_loss_breaks_the_stream_behind_it() {
             conn: 0,
             seq: 0,
             body: Body::Req(locklab_models::world::Cmd::SetNx {
-                val: locklab_models::world::Val {
-                    client: 0,
-                    round: c,
-                },
+                val: locklab_models::world::Val::new(0, c),
             }),
             held: false,
             late: false,

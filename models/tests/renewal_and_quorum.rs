@@ -125,8 +125,24 @@ fn a_backward_client_clock_jump_defeats_the_validity_check() {
 }
 
 #[test]
-fn redlock_never_breaks_ownership_or_orphans_a_lock() {
-    holds(&redlock(&[Pause, Delay]), Ownership);
+fn redlock_breaks_ownership_only_by_reusing_its_value_and_never_orphans_a_lock() {
+    // Changed when attempts got labels: a failed attempt's delayed
+    // compare-and-delete, carrying the value the retry reuses, deletes the
+    // retry's key. No other client's lock is ever deleted.
+    let m = redlock(&[Pause, Delay]);
+    let r = check(&m, &[Ownership]);
+    let path = r.violations.get(&Ownership).expect("value reuse");
+    let last = worlds(&m, path).pop().unwrap();
+    let (actor, owner, how) = last.ghost.foreign.expect("a touched entry");
+    assert_eq!(
+        (actor, how),
+        (owner, locklab_models::world::Touch::DeletedOwnCurrent)
+    );
+    // A value per attempt: holds.
+    let per_attempt = redlock_with(&[Pause, Delay], |p| {
+        p.value = locklab_models::presets::LockValue::PerAttempt;
+    });
+    holds(&per_attempt, Ownership);
     holds(&redlock(&[Crash, Loss]), NoOrphanLock);
 }
 

@@ -1542,10 +1542,7 @@ mod tests {
 
     #[test]
     fn commands_map_to_real_redis() {
-        let val = Val {
-            client: 1,
-            round: 0,
-        };
+        let val = Val::new(1, 0);
         let (args, shown) =
             command(Cmd::SetNxPx { val, ttl: 30 * SEC }, MAP).expect("a Redis command");
         assert_eq!(args, ["SET", "lock", "c2#1", "NX", "PX", "1500"]);
@@ -1563,10 +1560,7 @@ mod tests {
 
     #[test]
     fn replies_agree_only_when_equal() {
-        let v = Val {
-            client: 0,
-            round: 0,
-        };
+        let v = Val::new(0, 0);
         assert!(agrees(Reply::Ok, &Value::Simple("OK".into())));
         assert!(!agrees(Reply::Ok, &Value::Bulk(None)));
         assert!(agrees(Reply::Nil, &Value::Bulk(None)));

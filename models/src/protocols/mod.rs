@@ -103,6 +103,11 @@ pub trait Protocol: Send + Sync {
     fn uses_client_clock(&self) -> bool {
         false
     }
+    /// Whether gathering client `c` has the replies it reads together
+    /// (every one it waits for, unless the protocol decides on fewer).
+    fn replies_ready(&self, _m: &crate::model::LockModel, w: &crate::world::World, c: u8) -> bool {
+        crate::client::all_arrived(w, c)
+    }
     /// Whether clients check the lock's validity before writing.
     fn checks_validity(&self) -> bool {
         false

@@ -23,10 +23,11 @@
 //! Retries of one acquisition reuse its value, as redsync does.
 
 use super::{Protocol, Service};
-use crate::client::{Ctx, ignore, take_replies};
+use crate::client::{Ctx, arrived, ignore, take_replies};
 use crate::ev;
 use crate::faults::FaultKind;
-use crate::world::{Chan, Cmd, Phase, Reply, Vote};
+use crate::presets::{Decide, LockValue, Release, Requests, UnlockOnFailure};
+use crate::world::{Chan, Cmd, Phase, Reply, Vote, World};
 use locklab_traces::EventKind;
 
 /// Every fault kind applies: Redis instances restart, fail over and jump
@@ -35,36 +36,102 @@ pub const FAULTS: &[FaultKind] = &FaultKind::LOCK_SIDE;
 
 /// Acquire step 0: waiting for the SET replies.
 const VOTING: u8 = 0;
+/// Acquire step 1: a failed attempt's unlocks, awaited (`--unlock-on-failure await`).
+const UNLOCKING: u8 = 1;
 
 pub struct Redlock;
 
-/// Sends `SET NX PX` to every instance; the client then waits for a reply
-/// from each one it could reach. Returns false if none was reachable.
-fn ask_all(x: &mut Ctx, c: u8) -> bool {
-    let cmd = Cmd::SetNxPx {
-        val: x.val(c),
-        ttl: x.m.params.ttl,
-    };
+/// The request of a round: `SET NX PX` while voting, compare-and-delete
+/// when unlocking or releasing.
+fn request(x: &Ctx, c: u8, phase: Phase) -> Cmd {
+    let val = x.val(c);
+    match phase {
+        Phase::Acquire(VOTING) => Cmd::SetNxPx {
+            val,
+            ttl: x.m.params.ttl,
+        },
+        _ => Cmd::Cad { val },
+    }
+}
+
+/// Starts a round of `phase`'s request to every instance.
+fn begin(x: &mut Ctx, c: u8, phase: Phase) -> bool {
     let n = x.w.redis.len();
-    let mut votes = vec![Vote::No; n];
-    for (s, v) in votes.iter_mut().enumerate() {
-        if x.send(c, s as u8, Chan::Main, cmd) {
-            *v = Vote::Pending;
+    x.w.clients[c as usize].votes = vec![Vote::Unsent; n];
+    send_next(x, c, phase)
+}
+
+/// Sends the round's request to the instances not asked yet: all of them
+/// at once, or the next one that can be reached (`--requests
+/// sequential`). An instance that is down refuses the connection: a no.
+/// The client then waits for the answers, until its request timeout.
+/// Returns false if no request is in flight.
+fn send_next(x: &mut Ctx, c: u8, phase: Phase) -> bool {
+    let cmd = request(x, c, phase);
+    let one_by_one = x.m.params.requests == Requests::Sequential;
+    for s in 0..x.w.redis.len() {
+        if x.w.clients[c as usize].votes[s] != Vote::Unsent {
+            continue;
+        }
+        let sent = x.send(c, s as u8, Chan::Main, cmd);
+        x.w.clients[c as usize].votes[s] = if sent { Vote::Pending } else { Vote::No };
+        if sent && one_by_one {
+            break;
         }
     }
-    let any = votes.contains(&Vote::Pending);
-    x.w.clients[c as usize].votes = votes;
-    x.await_reply(c, Phase::Acquire(VOTING));
+    let any = x.w.clients[c as usize].votes.contains(&Vote::Pending);
+    if any {
+        x.await_reply(c, phase);
+    }
     any
 }
 
 /// Compare-and-delete on every instance, without waiting for the answers
-/// (redlock-rb, redlock-py and node-redlock ignore unlock results).
+/// (the page's algorithm as locklab models it by default).
 fn unlock_all(x: &mut Ctx, c: u8) {
     let val = x.val(c);
     for s in 0..x.w.redis.len() {
         x.notify(c, s as u8, Cmd::Cad { val });
     }
+}
+
+/// A new attempt gets a label that no trace of an earlier one carries.
+/// Where the wire value is the attempt's own (`--value per-attempt`) the
+/// earlier attempts keep theirs and the new one takes the least unused
+/// label. Otherwise every earlier attempt sends the same bytes, and all
+/// the model needs to know of a request is whether it comes from the
+/// current attempt: the earlier ones are all labelled 1 and the current
+/// one 0 (fewer states, same behaviours).
+fn new_attempt(x: &mut Ctx, c: u8) {
+    let round = x.w.clients[c as usize].round;
+    let label = if x.m.params.value == LockValue::PerAttempt {
+        x.w.fresh_attempt(c, round)
+    } else {
+        let current = x.w.clients[c as usize].attempt;
+        if current == 0 && x.w.vals().iter().any(|v| v.client == c && v.round == round) {
+            x.w.relabel(c, round, 0, 1);
+        }
+        0
+    };
+    x.w.clients[c as usize].attempt = label;
+}
+
+/// Yes and no votes so far.
+fn tally(x: &Ctx, c: u8) -> (usize, usize) {
+    let v = &x.w.clients[c as usize].votes;
+    (
+        v.iter().filter(|v| **v == Vote::Yes).count(),
+        v.iter().filter(|v| **v == Vote::No).count(),
+    )
+}
+
+/// Whether a voting client that decides at the first quorum
+/// (`--decide first-quorum`) has one, either way.
+fn settled(m: &crate::model::LockModel, votes: &[Vote]) -> bool {
+    let q = m.params.quorum as usize;
+    let yes = votes.iter().filter(|v| **v == Vote::Yes).count();
+    let no = votes.iter().filter(|v| **v == Vote::No).count();
+    m.params.decide == Decide::FirstQuorum && (yes >= q || no >= q)
 }
 
 /// Is the validity still positive by client `c`'s own clock? validity =
@@ -81,46 +148,88 @@ fn valid(x: &mut Ctx, c: u8) -> bool {
     x.t.ask_band(t1, bound, band, true)
 }
 
-/// Every vote is in (or timed out): acquired, or unlock everything and retry.
+/// Every vote is in (or timed out, or a quorum settled it): acquired, or
+/// clean up as the client does and retry.
 fn decide(x: &mut Ctx, c: u8) {
     let q = x.m.params.quorum as usize;
-    let (yes, n) = {
-        let cl = &x.w.clients[c as usize];
-        (
-            cl.votes.iter().filter(|v| **v == Vote::Yes).count(),
-            cl.votes.len(),
-        )
-    };
+    let (yes, _) = tally(x, c);
+    let n = x.w.clients[c as usize].votes.len();
     x.w.clients[c as usize].votes.clear();
-    let in_time = yes >= q && valid(x, c);
+    let checks = x.m.params.validity_check;
+    let in_time = yes >= q && (!checks || valid(x, c));
     let allowance = crate::units::show(x.m.params.drift_allowance());
     if in_time {
-        ev!(
-            x.log,
-            EventKind::Note,
-            x.w.client_name(c),
-            None,
-            "{yes} of {n} instances said OK (quorum {q}), in time by its own clock{} (validity = TTL - elapsed - {allowance} > 0)",
-            x.t.drift_note()
-        );
-        x.enter_cs(c, None);
-    } else {
-        let why = if yes >= q {
-            "validity used up by its own clock".to_string()
+        if checks {
+            ev!(
+                x.log,
+                EventKind::Note,
+                x.w.client_name(c),
+                None,
+                "{yes} of {n} instances said OK (quorum {q}), in time by its own clock{} (validity = TTL - elapsed - {allowance} > 0)",
+                x.t.drift_note()
+            );
         } else {
-            format!("{yes} of {n} OK (quorum {q})")
-        };
-        ev!(
-            x.log,
-            EventKind::Retry,
-            x.w.client_name(c),
-            None,
-            "fails: {why}; unlocks every instance"
-        );
-        x.w.clients[c as usize].t1 = None;
-        x.w.clients[c as usize].t1_shift = 0;
-        unlock_all(x, c);
-        x.retry(c, "the attempt failed");
+            ev!(
+                x.log,
+                EventKind::Note,
+                x.w.client_name(c),
+                None,
+                "{yes} of {n} instances said OK (quorum {q}); it does not check how much validity is left"
+            );
+        }
+        x.enter_cs(c, None);
+        return;
+    }
+    let why = if yes >= q {
+        "validity used up by its own clock".to_string()
+    } else {
+        format!("{yes} of {n} OK (quorum {q})")
+    };
+    x.w.clients[c as usize].t1 = None;
+    x.w.clients[c as usize].t1_shift = 0;
+    match x.m.params.unlock_on_failure {
+        UnlockOnFailure::FireAndForget => {
+            ev!(
+                x.log,
+                EventKind::Retry,
+                x.w.client_name(c),
+                None,
+                "fails: {why}; unlocks every instance"
+            );
+            unlock_all(x, c);
+            x.retry(c, "the attempt failed");
+        }
+        UnlockOnFailure::None => x.retry(
+            c,
+            &format!("fails: {why}; leaves its keys to expire (no unlock between attempts)"),
+        ),
+        UnlockOnFailure::Await => {
+            ev!(
+                x.log,
+                EventKind::Retry,
+                x.w.client_name(c),
+                None,
+                "fails: {why}; unlocks every instance and waits for the answers"
+            );
+            if !begin(x, c, Phase::Acquire(UNLOCKING)) {
+                x.retry(c, "the attempt failed");
+            }
+        }
+    }
+}
+
+/// The round in flight is over: what it was for comes next.
+fn round_over(x: &mut Ctx, c: u8) {
+    match x.phase(c) {
+        Phase::Acquire(VOTING) => decide(x, c),
+        Phase::Acquire(_) => {
+            x.w.clients[c as usize].votes.clear();
+            x.retry(c, "the attempt failed")
+        }
+        _ => {
+            x.w.clients[c as usize].votes.clear();
+            x.finish_round(c)
+        }
     }
 }
 
@@ -147,11 +256,12 @@ impl Protocol for Redlock {
         true
     }
     fn start_acquire(&self, x: &mut Ctx, c: u8) {
+        new_attempt(x, c);
         // T1: elapsed counts from here, on the client's wall clock.
         let t1 = x.t.reset();
         x.w.clients[c as usize].t1 = Some(t1);
         x.w.clients[c as usize].t1_shift = 0;
-        if !ask_all(x, c) {
+        if !begin(x, c, Phase::Acquire(VOTING)) {
             decide(x, c);
         }
     }
@@ -162,15 +272,27 @@ impl Protocol for Redlock {
                 *v = if r == Reply::Ok { Vote::Yes } else { Vote::No };
             }
         }
+        let voting = x.phase(c) == Phase::Acquire(VOTING);
+        let early = voting && settled(x.m, &x.w.clients[c as usize].votes);
         if x.w.clients[c as usize].votes.contains(&Vote::Pending) {
-            // The timeout fired first: whoever has not answered counts as no.
-            ev!(
-                x.log,
-                EventKind::Timeout,
-                x.w.client_name(c),
-                None,
-                "gives up waiting for the instances that have not answered"
-            );
+            if early {
+                ev!(
+                    x.log,
+                    EventKind::Note,
+                    x.w.client_name(c),
+                    None,
+                    "has a quorum either way: decides without the other answers"
+                );
+            } else {
+                // The timeout fired first: whoever has not answered counts as no.
+                ev!(
+                    x.log,
+                    EventKind::Timeout,
+                    x.w.client_name(c),
+                    None,
+                    "gives up waiting for the instances that have not answered"
+                );
+            }
             x.abandon(c, Chan::Main);
             for v in x.w.clients[c as usize].votes.iter_mut() {
                 if *v == Vote::Pending {
@@ -178,7 +300,11 @@ impl Protocol for Redlock {
                 }
             }
         }
-        decide(x, c);
+        let early = voting && settled(x.m, &x.w.clients[c as usize].votes);
+        if !early && send_next(x, c, x.phase(c)) {
+            return;
+        }
+        round_over(x, c);
     }
     fn on_reply(&self, x: &mut Ctx, c: u8, _s: u8, reply: Reply) {
         ignore(x, c, reply);
@@ -187,10 +313,42 @@ impl Protocol for Redlock {
         self.gather(x, c);
     }
     fn start_release(&self, x: &mut Ctx, c: u8) {
-        unlock_all(x, c);
-        x.finish_round(c);
+        match x.m.params.release {
+            Release::FireAndForget => {
+                unlock_all(x, c);
+                x.finish_round(c);
+            }
+            Release::Await => {
+                if !begin(x, c, Phase::Release(0)) {
+                    x.finish_round(c);
+                }
+            }
+        }
+    }
+    fn replies_ready(&self, m: &crate::model::LockModel, w: &World, c: u8) -> bool {
+        let cl = &w.clients[c as usize];
+        if cl.phase == Phase::Acquire(VOTING) && m.params.decide == Decide::FirstQuorum {
+            // The answers that have arrived, counted with those already read.
+            let mut votes = cl.votes.clone();
+            for msg in arrived(w, c) {
+                if let (crate::world::Node::Redis(s), crate::world::Body::Reply(r)) =
+                    (msg.from, msg.body)
+                    && votes[s as usize] == Vote::Pending
+                {
+                    votes[s as usize] = if r == Reply::Ok { Vote::Yes } else { Vote::No };
+                }
+            }
+            if settled(m, &votes) {
+                return true;
+            }
+        }
+        crate::client::all_arrived(w, c)
     }
     fn check_before_write(&self, x: &mut Ctx, c: u8) {
+        if !x.m.params.validity_check {
+            crate::resource::write(x, c);
+            return;
+        }
         if valid(x, c) {
             ev!(
                 x.log,

@@ -1,0 +1,145 @@
+//! The Redlock client presets (docs/clients.md): each test shows, by the
+//! search, a behaviour that sets one library apart from another.
+
+mod common;
+use common::*;
+use locklab_models::presets::{ClientPreset, LockValue, Requests};
+use locklab_models::world::{Phase, Touch, Vote};
+use locklab_models::{Action, FaultKind::*, Invariant::*, LockModel, Params};
+
+/// Redlock on one instance (quorum 1), two clients, `faults`, following `preset`.
+fn one_instance(
+    preset: ClientPreset,
+    faults: &[locklab_models::FaultKind],
+    f: impl FnOnce(&mut Params),
+) -> LockModel {
+    model_with("redlock", faults, |p| {
+        p.instances = 1;
+        p.quorum = 1;
+        preset.apply(p);
+        f(p);
+    })
+}
+
+#[test]
+fn node_redlock_enters_on_a_quorum_that_came_back_after_its_keys_expired() {
+    // Kleppmann's scenario D: the votes come back after the keys have
+    // expired (here the OK is held up in the network; ioredis has no
+    // command timeout by default, so the client waits, `--timeout 60s`).
+    // node-redlock does not check the validity left: it enters while the
+    // other client holds the lock, and both write. No clock fault.
+    let scenario = |validity_check: bool| {
+        one_instance(ClientPreset::NodeRedlock, &[Delay], |p| {
+            p.timeout = 60 * locklab_models::time::SEC;
+            p.validity_check = validity_check;
+        })
+    };
+    let m = scenario(false);
+    let r = check(&m, &[MutualExclusion, NoLostUpdate]);
+    for inv in [MutualExclusion, NoLostUpdate] {
+        let path = r.violations.get(&inv).expect("broken");
+        assert!(
+            !path
+                .iter()
+                .any(|(a, _)| matches!(a, Action::ClockJump { .. })),
+            "no clock fault is needed"
+        );
+    }
+    let path = &r.violations[&MutualExclusion];
+    let ws = worlds(&m, path);
+    let before = &ws[ws.len() - 2];
+    let enters = before
+        .clients
+        .iter()
+        .position(|c| matches!(c.phase, Phase::Acquire(_)) && c.alive)
+        .expect("the violation is a client entering");
+    assert!(ws.last().unwrap().clients[enters].holds());
+    // The same client with the validity check (every other preset) loses
+    // no update: it refuses a late quorum, and checks again before writing.
+    // (Its belief can still outlast its keys while it works:
+    // `mutual_exclusion` counts a holder whose own validity has run out.)
+    let checked = scenario(true);
+    holds(&checked, NoLostUpdate);
+}
+
+/// Ownership under a delayed message, as `preset` behaves.
+fn stale_unlock(preset: ClientPreset) -> Option<Touch> {
+    let m = one_instance(preset, &[Delay], |_| {});
+    let r = check(&m, &[Ownership]);
+    let path = r.violations.get(&Ownership)?;
+    let ws = worlds(&m, path);
+    ws.last().unwrap().ghost.foreign.map(|(_, _, how)| how)
+}
+
+#[test]
+fn a_value_reused_across_attempts_lets_a_stale_unlock_delete_the_live_lock() {
+    // A failed attempt's compare-and-delete is held up in the network; the
+    // next attempt writes the same value; the stale request deletes it.
+    for preset in [
+        ClientPreset::Page,
+        ClientPreset::Redsync,
+        ClientPreset::RedlockPy,
+    ] {
+        assert_eq!(
+            stale_unlock(preset),
+            Some(Touch::DeletedOwnCurrent),
+            "{} reuses its value across retries",
+            preset.name()
+        );
+    }
+    // A value per attempt (the `redlock` gem) is immune, and so is a
+    // client that does not unlock between attempts (node-redlock).
+    for preset in [ClientPreset::RedlockRb, ClientPreset::NodeRedlock] {
+        let m = one_instance(preset, &[Delay], |_| {});
+        holds(&m, Ownership);
+    }
+}
+
+#[test]
+fn a_value_per_thread_lets_a_stale_release_delete_the_next_acquisition() {
+    let m = one_instance(ClientPreset::Redsync, &[Delay], |p| {
+        p.value = LockValue::PerThread;
+        p.acquisitions = 2;
+        p.clients = 1;
+    });
+    let r = check(&m, &[Ownership]);
+    let path = r.violations.get(&Ownership).expect("ownership breaks");
+    let ws = worlds(&m, path);
+    let last = ws.last().unwrap();
+    assert_eq!(
+        last.ghost.foreign.map(|f| f.2),
+        Some(Touch::DeletedOwnCurrent)
+    );
+    assert_eq!(
+        last.clients[0].round, 1,
+        "the second acquisition lost its key"
+    );
+    // One value per call: the stale release of acquisition 1 matches nothing.
+    let per_call = one_instance(ClientPreset::Redsync, &[Delay], |p| {
+        p.acquisitions = 2;
+        p.clients = 1;
+    });
+    holds(&per_call, Ownership);
+}
+
+#[test]
+fn a_sequential_client_has_one_request_in_flight_at_a_time() {
+    let m = model_with("redlock", &[Pause], |p| {
+        p.instances = 3;
+        p.quorum = 2;
+        ClientPreset::RedlockPy.apply(p);
+    });
+    assert_eq!(m.params.requests, Requests::Sequential);
+    let r = check(&m, &[NoLostUpdate]);
+    let path = r.violations.get(&NoLostUpdate).expect("an update is lost");
+    let ws = worlds(&m, path);
+    let mut asked_one_by_one = false;
+    for w in &ws {
+        for c in &w.clients {
+            let pending = c.votes.iter().filter(|v| **v == Vote::Pending).count();
+            assert!(pending <= 1, "at most one request in flight: {:?}", c.votes);
+            asked_one_by_one |= c.votes.contains(&Vote::Unsent);
+        }
+    }
+    assert!(asked_one_by_one, "some instance waited its turn");
+}
