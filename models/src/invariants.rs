@@ -205,6 +205,27 @@ impl Invariant {
     }
 }
 
+/// A key with no expiry whose owner is alive but will never remove it: the
+/// owner is backing off from a failed attempt of the acquisition the key
+/// belongs to (its `SETNX` won, the answer never reached it, and every
+/// retry finds the key taken), and none of its requests is in flight that
+/// could still set an expiry or delete the key.
+fn stuck_behind_own_key(w: &World, server: usize, e: crate::world::Entry) -> bool {
+    let owner = &w.clients[e.val.client as usize];
+    let me = crate::world::Node::Client(e.val.client);
+    e.exp.ttl.is_none()
+        && owner.alive
+        && owner.phase == Phase::Idle
+        && owner
+            .wait
+            .is_some_and(|wt| wt.kind == crate::world::WaitKind::Backoff)
+        && owner.val(e.val.client) == e.val
+        && !w
+            .net
+            .iter()
+            .any(|m| m.from == me && m.to == crate::world::Node::Redis(server as u8))
+}
+
 /// A lock entry on a serving primary whose owner will never release it and
 /// that will never expire: its owner crashed, finished, or moved on, and the
 /// entry has no expiry or a watchdog keeps renewing it.
@@ -215,6 +236,14 @@ fn orphan(m: &LockModel, w: &World) -> Option<String> {
         }
         let Some(e) = s.lock else { continue };
         let owner = &w.clients[e.val.client as usize];
+        if stuck_behind_own_key(w, i, e) {
+            return Some(format!(
+                "lock {} on {} can never go away: {} is alive but took its own key for someone else's, retries forever, and the key has no expiry",
+                e.val.text(),
+                w.server_name(i as u8),
+                w.client_name(e.val.client)
+            ));
+        }
         let abandoned = !owner.alive || owner.phase == Phase::Done || owner.round > e.val.round;
         if !abandoned {
             continue;

@@ -132,3 +132,26 @@ fn every_protocol_is_listed_once() {
         assert_eq!(names.iter().filter(|n| **n == p).count(), 1);
     }
 }
+
+#[test]
+fn setnx_expire_orphans_its_key_when_the_setnx_answer_is_lost_though_the_owner_lives() {
+    // The SETNX wins, its answer is lost, and every retry finds the
+    // client's own key, which has no expiry: the owner is alive and loops.
+    let m = model("setnx-expire", &[Loss]);
+    let r = check(&m, &[Invariant::NoOrphanLock]);
+    let path = r
+        .violations
+        .get(&Invariant::NoOrphanLock)
+        .expect("an orphan");
+    let last = worlds(&m, path).pop().unwrap();
+    assert!(last.clients.iter().all(|c| c.alive), "nobody crashed");
+    assert!(
+        Invariant::NoOrphanLock
+            .explain(&m, &last)
+            .contains("is alive but took its own key for someone else's"),
+        "{}",
+        Invariant::NoOrphanLock.explain(&m, &last)
+    );
+    // With no fault it holds: the answer arrives and EXPIRE follows.
+    holds(&model("setnx-expire", &[]), Invariant::NoOrphanLock);
+}
