@@ -64,7 +64,7 @@ pub struct CheckArgs {
     /// How to show the counterexamples. table and text print the verdicts,
     /// then each counterexample (text: as a lane diagram) with its story;
     /// json prints the whole report. mermaid and dot print every
-    /// counterexample, one after the other; svg and html hold one each, so
+    /// counterexample, one after the other; svg, svg-embed, html and itf hold one each, so
     /// they need one invariant (--invariants NAME) or --out-dir. With
     /// --out-dir, the drawings go to files and the verdicts to the terminal.
     /// `check all` prints its matrix (table, text) or every report (json).
@@ -442,7 +442,7 @@ pub fn write_traces(
         .map_err(|e| Failure::input(format!("cannot create {}: {e}", dir.display())))?;
     let draws = matches!(
         format,
-        Format::Mermaid | Format::Svg | Format::Html | Format::Dot
+        Format::Mermaid | Format::Svg | Format::SvgEmbed | Format::Html | Format::Dot | Format::Itf
     );
     let mut files = Vec::new();
     for t in reports.iter().flat_map(|r| &r.traces) {
@@ -491,7 +491,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     {
         return Err(Failure::input(format!(
             "--format {} draws one counterexample per file, and {} invariants are checked: add --out-dir DIR (one file per counterexample), or pick one with --invariants NAME",
-            format.extension(),
+            format.name(),
             invariants.len()
         )));
     }

@@ -67,6 +67,74 @@ pub enum Command {
     },
     /// Print the manual page (roff): `locklab man > locklab.1; man ./locklab.1`
     Man,
+    /// Print the JSON Schema of a document locklab writes, or write all of them into a directory
+    /// (`locklab schema --out docs/schemas` regenerates the committed ones)
+    #[command(hide = true)]
+    Schema(SchemaArgs),
+}
+
+/// The documents that have a JSON Schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaName {
+    /// A trace file
+    Trace,
+    /// The report of `check --json`
+    CheckReport,
+    /// The summary of `simulate --json` and `merge`
+    Simulation,
+}
+
+impl SchemaName {
+    const ALL: [SchemaName; 3] = [
+        SchemaName::Trace,
+        SchemaName::CheckReport,
+        SchemaName::Simulation,
+    ];
+
+    fn file(self) -> &'static str {
+        match self {
+            SchemaName::Trace => "trace.schema.json",
+            SchemaName::CheckReport => "check-report.schema.json",
+            SchemaName::Simulation => "simulation.schema.json",
+        }
+    }
+
+    fn generate(self) -> String {
+        match self {
+            SchemaName::Trace => locklab_traces::schema::trace(),
+            SchemaName::CheckReport => locklab_traces::schema::check_report(),
+            SchemaName::Simulation => locklab_sim::summary::schema(),
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SchemaArgs {
+    /// The document whose schema to print
+    #[arg(value_enum, required_unless_present = "out", conflicts_with = "out")]
+    pub name: Option<SchemaName>,
+    /// Write every schema into DIR (trace.schema.json, check-report.schema.json, simulation.schema.json)
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// `locklab schema`: the schemas come from the library crates; this only
+/// prints or writes them.
+fn schema(args: &SchemaArgs) -> Result<i32, Failure> {
+    match (&args.out, args.name) {
+        (Some(dir), _) => {
+            crate::util::prepare_dir("out", dir)?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Failure::input(format!("--out {}: cannot create it: {e}", dir.display()))
+            })?;
+            for s in SchemaName::ALL {
+                crate::util::write_atomic(&dir.join(s.file()), &s.generate())?;
+            }
+            Ok(0)
+        }
+        (None, Some(s)) => out!("{}", s.generate()).map(|()| 0),
+        (None, None) => Err(Failure::input("name a schema, or give --out DIR")),
+    }
 }
 
 /// The completion script for `shell`.
@@ -193,6 +261,7 @@ pub fn run() -> i32 {
         Command::Docs(d) => crate::docs::run(d),
         Command::Completions { shell } => completions(*shell),
         Command::Man => man(),
+        Command::Schema(a) => schema(a),
     };
     match result {
         Ok(code) => code,

@@ -39,7 +39,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if !matches!(format, Format::Table | Format::Text | Format::Json) && args.out_dir.is_none() {
         return Err(Failure::input(format!(
             "`check all --format {}` draws one file per counterexample: add --out-dir DIR",
-            format.extension()
+            format.name()
         )));
     }
     // --faults names kinds for every protocol: each keeps those it can suffer.

@@ -19,12 +19,16 @@ pub enum RenderFormat {
     Mermaid,
     /// A standalone SVG: lanes, a true time axis, each client's believed lock beside the server's key and its TTL
     Svg,
+    /// A narrower SVG with larger text (800 px wide, no text below 12 px) that stays readable inline on a code host
+    SvgEmbed,
     /// One self-contained offline HTML file that steps through the states
     Html,
     /// The happens-before graph in Graphviz DOT (`dot -Tsvg`)
     Dot,
     /// The trace as JSON
     Json,
+    /// The Informal Trace Format of Apalache and Quint (ITF JSON): a state per step, times in µs
+    Itf,
 }
 
 impl RenderFormat {
@@ -34,9 +38,11 @@ impl RenderFormat {
             RenderFormat::Table => Format::Table,
             RenderFormat::Mermaid => Format::Mermaid,
             RenderFormat::Svg => Format::Svg,
+            RenderFormat::SvgEmbed => Format::SvgEmbed,
             RenderFormat::Html => Format::Html,
             RenderFormat::Dot => Format::Dot,
             RenderFormat::Json => Format::Json,
+            RenderFormat::Itf => Format::Itf,
         }
     }
 }
@@ -45,7 +51,7 @@ impl RenderFormat {
 pub enum TraceCommand {
     /// Draw a trace (or every trace of a check report)
     ///
-    /// svg and html hold one trace each: for a report with several, pick one with --invariant.
+    /// svg, svg-embed, html and itf hold one trace each: for a report with several, pick one with --invariant.
     Render {
         /// A trace file or a check report written by `locklab check --json` (`-`: standard input)
         file: PathBuf,
@@ -243,7 +249,7 @@ pub fn run(cmd: &TraceCommand) -> Result<i32, Failure> {
                     crate::util::input_name(file),
                     traces.len(),
                     names.join(", "),
-                    format.extension()
+                    format.name()
                 )));
             }
             if traces.is_empty() {

@@ -566,7 +566,13 @@ fn a_counterexample_schedule_runs_against_the_fix() {
 /// A fresh counterexample trace file, `PROTOCOL.INVARIANT.json`, from
 /// `check PROTOCOL --faults pause` (the committed gallery is rebuilt
 /// separately; these tests need a trace of the current schema).
+///
+/// The traces are cached for the run in `locklab-test-PID-fresh`, which
+/// outlives the test process; the first call removes the caches of runs
+/// that have ended, so test runs do not pile up in the temporary directory.
 fn fresh_trace(proto: &str, inv: &str) -> String {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(remove_ended_runs_caches);
     let d = std::env::temp_dir().join(format!("locklab-test-{}-fresh", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join(format!("{proto}.{inv}.json"));
@@ -587,6 +593,39 @@ fn fresh_trace(proto: &str, inv: &str) -> String {
         std::fs::rename(tmp.join(format!("{proto}.{inv}.json")), &f).unwrap();
     }
     f.to_string_lossy().to_string()
+}
+
+/// Removes `locklab-test-PID-fresh` caches whose process has ended.
+fn remove_ended_runs_caches() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let pid = name
+            .strip_prefix("locklab-test-")
+            .and_then(|r| r.strip_suffix("-fresh"))
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && pid != std::process::id()
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+#[test]
+fn fresh_trace_caches_of_ended_runs_are_removed() {
+    // A cache left by a run that has ended (no such process) goes; this
+    // run's own stays.
+    let dead = std::env::temp_dir().join(format!("locklab-test-{}-fresh", u32::MAX - 7));
+    std::fs::create_dir_all(&dead).unwrap();
+    let _ = fresh_trace("naive-del", "ownership");
+    remove_ended_runs_caches();
+    assert!(!dead.exists(), "{} was left", dead.display());
+    let own = std::env::temp_dir().join(format!("locklab-test-{}-fresh", std::process::id()));
+    assert!(own.is_dir());
 }
 
 #[test]

@@ -16,6 +16,7 @@
 use crate::faults::{Budgets, FaultKind};
 use crate::presets::{ClientPreset, Decide, LockValue, Release, Requests, UnlockOnFailure};
 use crate::time::{MS, Micros, SEC};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -44,7 +45,9 @@ pub const MAX_ACQUISITIONS: u8 = 4;
 pub const MAX_BUDGET: u8 = 4;
 
 /// Where and how the resource checks fencing tokens (article §7.4, "资源端怎么校验").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResourceCheck {
     /// The resource ignores tokens.
@@ -236,7 +239,9 @@ fn is_default_stock(v: &u8) -> bool {
 }
 
 /// How the resource compares a token with the highest one it has seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum TokenRule {
     /// Accept `token >= max` (Kleppmann, Redisson's docs).
@@ -271,7 +276,9 @@ impl ElapsedClock {
 }
 
 /// How the network orders messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Network {
     /// One TCP connection per (client, server, channel): messages arrive in

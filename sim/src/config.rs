@@ -14,10 +14,11 @@ use locklab_models::protocols::{self, Protocol};
 use locklab_models::time::{MS, Micros, SEC};
 use locklab_models::units;
 use locklab_models::{Budgets, LockModel, Params};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How the simulator chooses among steps due at the same instant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scheduler {
     /// Uniformly at random among every step due at the earliest time.
@@ -38,7 +39,7 @@ impl Scheduler {
 /// Every option of a simulation. Durations are µs (given with units);
 /// rates are events per second of simulated time, per target (client,
 /// server or node).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SimConfig {
     pub protocol: String,

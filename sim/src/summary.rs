@@ -8,6 +8,7 @@
 use crate::config::SimConfig;
 use crate::engine::{Plan, RunResult};
 use crate::math::Z975;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The summary format's version.
@@ -40,7 +41,7 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
 }
 
 /// One invariant's result at one point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InvariantResult {
     pub invariant: String,
     /// belief, lock-service, resource or token.
@@ -66,7 +67,7 @@ pub struct InvariantResult {
 }
 
 /// The trace of a first violation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TraceInfo {
     /// Steps up to and including the violation.
     pub steps: usize,
@@ -77,7 +78,7 @@ pub struct TraceInfo {
 }
 
 /// The result at one configuration (one sweep point, or the only one).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PointResult {
     /// The swept option's value at this point, as given.
     pub value: Option<String>,
@@ -180,7 +181,7 @@ impl PointResult {
 }
 
 /// A slice of the seed range run by one machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Shard {
     /// 0-based.
     pub index: u64,
@@ -211,7 +212,7 @@ impl Shard {
 }
 
 /// Everything a simulation reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub schema_version: u32,
     /// Always `"simulation"`.
@@ -341,6 +342,11 @@ impl Summary {
         }
         Ok(out)
     }
+}
+
+/// The JSON Schema of the summary `simulate --json` and `merge` print.
+pub fn schema() -> String {
+    locklab_traces::schema::generate::<Summary>("locklab simulation summary")
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! The renderers in this crate read only this format; they never need the
 //! model. The model crate produces it and validates it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -18,7 +19,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// One counterexample (or one simulated run that ended in a violation).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Trace {
     pub schema_version: u32,
     /// Always `"trace"`; tells a trace file from a check report.
@@ -50,7 +51,7 @@ pub struct Trace {
 /// The configuration a trace (or a whole check) ran with. `params` holds
 /// every protocol and world parameter by its CLI name, so a trace can be
 /// replayed without any default.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Config {
     pub protocol: String,
     pub clients: u32,
@@ -64,7 +65,7 @@ pub struct Config {
 }
 
 /// A lane in a diagram.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Participant {
     /// Short id used by events and views: `c1`, `redis`, `redis3`, `resource`.
     pub id: String,
@@ -75,7 +76,7 @@ pub struct Participant {
 }
 
 /// One step of a trace.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Step {
     /// 1-based position in the trace.
     pub index: usize,
@@ -107,7 +108,7 @@ pub struct Step {
 }
 
 /// Something that happened during a step. Renderers draw these.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     pub kind: EventKind,
     /// The participant the event happened at (sender for `send`).
@@ -120,7 +121,9 @@ pub struct Event {
 
 /// The kinds of events. Kept coarse on purpose: renderers pick markers by
 /// kind and print `text`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     /// A message leaves `at` for `peer`.
@@ -160,7 +163,7 @@ pub enum EventKind {
 }
 
 /// A readable snapshot of the whole world.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StateView {
     /// True time in milliseconds.
     pub time: f64,
@@ -172,7 +175,7 @@ pub struct StateView {
     pub faults_left: BTreeMap<String, u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientView {
     pub id: String,
     /// Program phase in words: `idle`, `acquiring`, `in critical section`, ...
@@ -199,7 +202,7 @@ pub struct ClientView {
     pub acquisitions_done: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerView {
     pub id: String,
     /// `primary`, `replica`, `instance`, `leader`.
@@ -216,7 +219,7 @@ pub struct ServerView {
     pub watches: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EntryView {
     pub key: String,
     pub value: String,
@@ -229,7 +232,7 @@ pub struct EntryView {
     pub expired: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceView {
     /// The counter the clients increment by read-modify-write.
     pub value: u64,
@@ -242,7 +245,7 @@ pub struct ResourceView {
     pub stock: Option<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageView {
     pub from: String,
     pub to: String,
@@ -255,7 +258,7 @@ pub struct MessageView {
 
 /// The report `locklab check --json` writes: every verdict and every
 /// counterexample of one check.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CheckReport {
     pub schema_version: u32,
     /// Always `"check-report"`.
@@ -267,7 +270,7 @@ pub struct CheckReport {
     pub traces: Vec<Trace>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchSummary {
     /// `breadth-first`.
     pub strategy: String,
@@ -291,7 +294,7 @@ pub struct SearchSummary {
     pub max_accepted_writes: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Verdict {
     pub invariant: String,
     /// `belief`, `lock-service`, `resource` or `token`.

@@ -8,10 +8,12 @@
 pub mod dot;
 pub mod format;
 pub mod html;
+pub mod itf;
 pub mod mermaid;
 pub mod narrate;
 pub mod render;
 pub mod scene;
+pub mod schema;
 pub mod sequence;
 pub mod svg;
 pub mod text;

@@ -3,7 +3,7 @@
 //! the same formats and draws them the same way.
 
 use crate::format::Trace;
-use crate::{dot, html, mermaid, narrate, sequence, svg, text};
+use crate::{dot, html, itf, mermaid, narrate, sequence, svg, text};
 
 /// A rendering of a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,6 +16,9 @@ pub enum Format {
     Mermaid,
     /// A standalone SVG picture.
     Svg,
+    /// A narrow SVG with large text, readable where a code host scales
+    /// images to its page width.
+    SvgEmbed,
     /// A self-contained HTML viewer.
     Html,
     /// The happens-before graph in Graphviz DOT.
@@ -24,18 +27,38 @@ pub enum Format {
     Story,
     /// The trace file itself.
     Json,
+    /// The Informal Trace Format of Apalache and Quint.
+    Itf,
 }
 
 impl Format {
+    /// The format's name, as `--format` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Table => "table",
+            Format::Mermaid => "mermaid",
+            Format::Svg => "svg",
+            Format::SvgEmbed => "svg-embed",
+            Format::Html => "html",
+            Format::Dot => "dot",
+            Format::Story => "story",
+            Format::Json => "json",
+            Format::Itf => "itf",
+        }
+    }
+
     /// The file extension for documents of this format.
     pub fn extension(self) -> &'static str {
         match self {
             Format::Text | Format::Table | Format::Story => "txt",
             Format::Mermaid => "md",
             Format::Svg => "svg",
+            Format::SvgEmbed => "embed.svg",
             Format::Html => "html",
             Format::Dot => "dot",
             Format::Json => "json",
+            Format::Itf => "itf.json",
         }
     }
 
@@ -43,7 +66,10 @@ impl Format {
     /// one output and still be read (Markdown sections, DOT graphs, text);
     /// an SVG or HTML file holds exactly one.
     pub fn concatenates(self) -> bool {
-        !matches!(self, Format::Svg | Format::Html | Format::Json)
+        !matches!(
+            self,
+            Format::Svg | Format::SvgEmbed | Format::Html | Format::Json | Format::Itf
+        )
     }
 
     /// Draws `t`. `color` adds ANSI colour to the terminal formats; pass it
@@ -59,10 +85,12 @@ impl Format {
             }
             Format::Mermaid => mermaid::render(t),
             Format::Svg => svg::render(t),
+            Format::SvgEmbed => svg::embed::render(t),
             Format::Html => html::render(t),
             Format::Dot => dot::render(t),
             Format::Story => narrate::render(t),
             Format::Json => t.to_json(),
+            Format::Itf => itf::render(t),
         }
     }
 }

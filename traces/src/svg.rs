@@ -23,6 +23,8 @@ use crate::scene::{self, Flight, Outcome, action_tag, fault_word, hold, state};
 use crate::time::{self, show_ms};
 use std::fmt::Write;
 
+pub mod embed;
+
 /// Client colours (strong, light).
 const CLIENT: [(&str, &str); 6] = [
     ("#2563eb", "#dbeafe"),
@@ -209,6 +211,74 @@ struct Svg {
     /// Words to the left of a client's lane, by (lane, step): joined and
     /// drawn last so that two never overlap.
     left: Vec<(usize, usize, String, &'static str)>,
+    /// The box of every upright label drawn, by the width estimate that
+    /// lays them out (`text_w`): what [`label_boxes`] returns.
+    boxes: Vec<LabelBox>,
+    /// Labels that may move a little up or down to keep clear of the others
+    /// (x, y, style, text): placed last, around everything else.
+    movable: Vec<(f64, f64, String, String)>,
+}
+
+/// Where a label sits in the picture, as the layout estimates it: the
+/// rectangle from its left edge to its right (`text_w` wide) and from its
+/// ascent to its descent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabelBox {
+    pub text: String,
+    pub x0: f64,
+    pub y0: f64,
+    pub x1: f64,
+    pub y1: f64,
+}
+
+impl LabelBox {
+    /// Whether the two labels cover a common area (touching is not overlapping).
+    pub fn overlaps(&self, o: &LabelBox) -> bool {
+        const SLACK: f64 = 0.5;
+        self.x0 + SLACK < o.x1
+            && o.x0 + SLACK < self.x1
+            && self.y0 + SLACK < o.y1
+            && o.y0 + SLACK < self.y1
+    }
+}
+
+/// The value of attribute `name` in a style string (`font-size="10"`).
+fn attr<'a>(style: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!("{name}=\"");
+    let mut from = 0;
+    while let Some(i) = style[from..].find(&key) {
+        let at = from + i;
+        if at == 0 || style.as_bytes()[at - 1] == b' ' {
+            let rest = &style[at + key.len()..];
+            return rest.find('"').map(|e| &rest[..e]);
+        }
+        from = at + key.len();
+    }
+    None
+}
+
+/// The label box of text `s` drawn at (x, y) with `style`, or `None` for
+/// rotated text (labels along a slanted arrow), which has no upright box.
+fn label_box(x: f64, y: f64, style: &str, s: &str) -> Option<LabelBox> {
+    if attr(style, "transform").is_some() {
+        return None;
+    }
+    let size: f64 = attr(style, "font-size")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12.0);
+    let w = text_w(s, size);
+    let x0 = match attr(style, "text-anchor") {
+        Some("middle") => x - w / 2.0,
+        Some("end") => x - w,
+        _ => x,
+    };
+    Some(LabelBox {
+        text: s.to_string(),
+        x0,
+        y0: y - 0.8 * size,
+        x1: x0 + w,
+        y1: y + 0.2 * size,
+    })
 }
 
 impl Svg {
@@ -242,8 +312,32 @@ impl Svg {
     fn text(&mut self, x: f64, y: f64, style: &str, s: &str) {
         self.titled(x, y, style, s, None);
     }
+    /// A label that may be nudged up or down to keep clear of the others
+    /// (see `place_movable`).
+    fn movable_text(&mut self, x: f64, y: f64, style: &str, s: &str) {
+        self.movable.push((x, y, style.to_string(), s.to_string()));
+    }
+    /// Draws the movable labels, each at the first of a few heights near
+    /// its own where its box overlaps no label drawn before it.
+    fn place_movable(&mut self) {
+        const NUDGES: [f64; 7] = [0.0, 12.0, -12.0, 24.0, -24.0, 36.0, -36.0];
+        for (x, y, style, text) in std::mem::take(&mut self.movable) {
+            let dy = NUDGES
+                .iter()
+                .copied()
+                .find(|dy| {
+                    label_box(x, y + dy, &style, &text)
+                        .is_none_or(|b| !self.boxes.iter().any(|o| o.overlaps(&b)))
+                })
+                .unwrap_or(0.0);
+            self.text(x, y + dy, &style, &text);
+        }
+    }
     /// Text with an optional `<title>`: the tooltip a viewer shows on hover.
     fn titled(&mut self, x: f64, y: f64, style: &str, s: &str, title: Option<&str>) {
+        if let Some(b) = label_box(x, y, style, s) {
+            self.boxes.push(b);
+        }
         let title = title
             .map(|t| format!("<title>{}</title>", esc(t)))
             .unwrap_or_default();
@@ -309,16 +403,34 @@ pub fn render(t: &Trace) -> String {
 /// The picture. `standalone` adds the title above and the story below it;
 /// the HTML viewer has both already.
 pub fn picture(t: &Trace, standalone: bool) -> String {
+    draw(t, standalone).out
+}
+
+/// The box of every upright label of the standalone picture, as its layout
+/// estimates them: two that overlap are a collision.
+pub fn label_boxes(t: &Trace) -> Vec<LabelBox> {
+    draw(t, true).boxes
+}
+
+fn draw(t: &Trace, standalone: bool) -> Svg {
     let mut s = Svg {
         out: String::new(),
         left: Vec::new(),
+        boxes: Vec::new(),
+        movable: Vec::new(),
     };
     let g = Geometry::new(t, 0.0);
     let g = Geometry::new(t, header_height(t, standalone, g.width));
     let flights = scene::flights(t);
     let story = narrate::story(t);
     let story_size = 12.5;
-    let story_w = g.width - 2.0 * LEFT - 60.0;
+    // The stamps (`t=30.0012 s`) take a column as wide as the widest.
+    let stamps = narrate::stamps(&story);
+    let stamp_w = stamps
+        .iter()
+        .map(|st| text_w(st, 12.0) + 10.0)
+        .fold(60.0, f64::max);
+    let story_w = g.width - 2.0 * LEFT - stamp_w;
     let story_lines: Vec<(usize, Vec<String>)> = story
         .iter()
         .enumerate()
@@ -364,12 +476,13 @@ pub fn picture(t: &Trace, standalone: bool) -> String {
     messages(&mut s, t, &g, &flights);
     marks(&mut s, t, &g);
     resource_notes(&mut s, t, &g);
-    left_labels(&mut s, &g);
     captions(&mut s, t, &g);
+    left_labels(&mut s, &g);
+    s.place_movable();
 
     if !standalone {
         s.raw("</svg>");
-        return s.out;
+        return s;
     }
     // The story.
     let mut y = g.bottom() + 30.0;
@@ -387,7 +500,6 @@ pub fn picture(t: &Trace, standalone: bool) -> String {
         "What happened",
     );
     y += 32.0;
-    let stamps = narrate::stamps(&story);
     for (i, lines) in &story_lines {
         let st = &story[*i];
         let ink = if st.violation { RED } else { INK };
@@ -400,7 +512,7 @@ pub fn picture(t: &Trace, standalone: bool) -> String {
         );
         for (j, l) in lines.iter().enumerate() {
             s.text(
-                LEFT + 60.0,
+                LEFT + stamp_w,
                 y + j as f64 * 17.0,
                 &format!(r#"font-size="{story_size}" fill="{ink}" font-weight="{weight}""#),
                 l,
@@ -409,7 +521,7 @@ pub fn picture(t: &Trace, standalone: bool) -> String {
         y += lines.len() as f64 * 17.0 + 5.0;
     }
     s.raw("</svg>");
-    s.out
+    s
 }
 
 fn defs(s: &mut Svg, t: &Trace) {
@@ -888,7 +1000,7 @@ fn lanes(s: &mut Svg, t: &Trace, g: &Geometry) {
             let now = participant_status(st, &p.id);
             let before = prev.map(|b| participant_status(b, &p.id));
             if !now.0 && before.is_some_and(|b| b.0) {
-                s.text(
+                s.movable_text(
                     x + 8.0,
                     g.y[k] + 4.0,
                     &format!(r#"font-size="10.5" fill="{MUTED}" font-style="italic" {HALO}"#),
@@ -899,7 +1011,7 @@ fn lanes(s: &mut Svg, t: &Trace, g: &Geometry) {
                     },
                 );
             } else if now.0 && now.1 && before.is_none_or(|b| !b.1) {
-                s.text(
+                s.movable_text(
                     x - 30.0,
                     g.y[k] + 16.0,
                     &format!(r#"text-anchor="end" font-size="10.5" fill="{MUTED}" font-style="italic" {HALO}"#),
@@ -1077,7 +1189,7 @@ fn server_keys(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize) {
                         .find(|n| n.key == e.key)
                 });
                 if was.is_none_or(|w| w.value != e.value) {
-                    s.text(
+                    s.movable_text(
                         x + 8.0,
                         y0 + 16.0,
                         &format!(r#"font-size="10" fill="{MUTED}" {HALO}"#),
@@ -1131,7 +1243,7 @@ fn server_keys(s: &mut Svg, t: &Trace, g: &Geometry, lane: usize) {
                     Some(x) => format!("ttl {}", show_ms(x)),
                     None => "no ttl".into(),
                 };
-                s.text(
+                s.movable_text(
                     bx + 11.0,
                     y0 + 4.0,
                     &format!(r#"font-size="10" fill="{}" {HALO}"#, color(c).0),
@@ -1609,7 +1721,7 @@ fn left_labels(s: &mut Svg, g: &Geometry) {
         // Stacked, centred on the row.
         let top = g.y[*k] + 4.0 - (words.len() as f64 - 1.0) * 6.0;
         for (j, w) in words.iter().enumerate() {
-            s.text(
+            s.movable_text(
                 g.lane_x[*lane] - 11.0,
                 top + j as f64 * 12.0,
                 &format!(
@@ -1639,7 +1751,7 @@ fn resource_notes(s: &mut Svg, t: &Trace, g: &Geometry) {
             if r.accepted_writes == 1 { "" } else { "s" }
         )
     };
-    s.text(
+    s.movable_text(
         x + 8.0,
         g.y[0] + 4.0,
         &format!(r#"font-size="10" fill="{MUTED}" {HALO}"#),
@@ -1651,7 +1763,7 @@ fn resource_notes(s: &mut Svg, t: &Trace, g: &Geometry) {
         if now != before {
             let lost = now.value < now.accepted_writes;
             let ink = if lost { RED } else { INK };
-            s.text(
+            s.movable_text(
                 x + 8.0,
                 g.y[st.index] + 15.0,
                 &format!(r#"font-size="10" font-weight="700" fill="{ink}" {HALO}"#),
