@@ -211,6 +211,14 @@ impl Passed {
         self.zones += 1;
         true
     }
+    /// Stores `z`, known not to be covered (by [`absorb`] just before).
+    fn insert_uncovered(&mut self, fp: u64, zone: crate::engine::dbm::Dbm, level: u64, at: u32) {
+        self.map
+            .entry(fp)
+            .or_default()
+            .push(Stored { zone, level, at });
+        self.zones += 1;
+    }
 }
 
 /// A fast fingerprinting hasher: two independent multiply-rotate lanes over
@@ -606,10 +614,14 @@ fn search_with(
             transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
             for (succs, _) in batch {
                 for s in succs {
-                    if merge && absorb(&canon, &mut seen, &mut next, &mut dead, &s, depth + 1) {
-                        continue;
-                    }
-                    if !seen.insert(s.fp, s.zone, depth + 1, next.len() as u32) {
+                    if merge {
+                        if absorb(&canon, &mut seen, &mut next, &mut dead, &s, depth + 1) {
+                            continue;
+                        }
+                        // Not absorbed: no stored zone includes it, and
+                        // nothing changed.
+                        seen.insert_uncovered(s.fp, s.zone, depth + 1, next.len() as u32);
+                    } else if !seen.insert(s.fp, s.zone, depth + 1, next.len() as u32) {
                         continue;
                     }
                     let nid = parent.len() as u32;
