@@ -379,6 +379,16 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
             }
         }
     }
+    if let Some(d) = lost.iter().map(|inv| depths[inv]).min() {
+        // A violation was found at depth `d` (the shortest: every shallower
+        // level was finished), but the search rebuilding its trace was
+        // stopped. The invariant does not hold, so the result must not
+        // say it does: it is reported as a search stopped at that level,
+        // which is all that is known without a trace (no counterexample
+        // of fewer than `d` steps, to any invariant still open).
+        r.depth = r.depth.min(d);
+        r.stop = Stop::Cancelled;
+    }
     for inv in lost {
         r.violations.remove(&inv);
     }
