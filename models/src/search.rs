@@ -211,6 +211,14 @@ impl Passed {
         self.zones += 1;
         true
     }
+    /// Stores `z`, known not to be covered (by [`absorb`] just before).
+    fn insert_uncovered(&mut self, fp: u64, zone: crate::engine::dbm::Dbm, level: u64, at: u32) {
+        self.map
+            .entry(fp)
+            .or_default()
+            .push(Stored { zone, level, at });
+        self.zones += 1;
+    }
 }
 
 /// A fast fingerprinting hasher: two independent multiply-rotate lanes over
@@ -370,6 +378,16 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
                 lost.push(*inv);
             }
         }
+    }
+    if let Some(d) = lost.iter().map(|inv| depths[inv]).min() {
+        // A violation was found at depth `d` (the shortest: every shallower
+        // level was finished), but the search rebuilding its trace was
+        // stopped. The invariant does not hold, so the result must not
+        // say it does: it is reported as a search stopped at that level,
+        // which is all that is known without a trace (no counterexample
+        // of fewer than `d` steps, to any invariant still open).
+        r.depth = r.depth.min(d);
+        r.stop = Stop::Cancelled;
     }
     for inv in lost {
         r.violations.remove(&inv);
@@ -606,10 +624,14 @@ fn search_with(
             transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
             for (succs, _) in batch {
                 for s in succs {
-                    if merge && absorb(&canon, &mut seen, &mut next, &mut dead, &s, depth + 1) {
-                        continue;
-                    }
-                    if !seen.insert(s.fp, s.zone, depth + 1, next.len() as u32) {
+                    if merge {
+                        if absorb(&canon, &mut seen, &mut next, &mut dead, &s, depth + 1) {
+                            continue;
+                        }
+                        // Not absorbed: no stored zone includes it, and
+                        // nothing changed.
+                        seen.insert_uncovered(s.fp, s.zone, depth + 1, next.len() as u32);
+                    } else if !seen.insert(s.fp, s.zone, depth + 1, next.len() as u32) {
                         continue;
                     }
                     let nid = parent.len() as u32;

@@ -222,3 +222,66 @@ fn etcd_3_4_returns_the_lock_after_its_lease_expired() {
         "etcd 3.4 does not (issue #11456)"
     );
 }
+
+/// A violation is found, but the search that rebuilds its shortest trace
+/// (the unmerged search, see `search_watched`) is stopped: the result must
+/// not then say there is no counterexample as long as the one found. It
+/// used to drop the violation and keep the depth of the first search
+/// ("no counterexample of 13 steps or fewer" with a 12-step one found), or
+/// even report "holds" after an exhaustive first search.
+#[test]
+fn a_stop_while_a_trace_is_rebuilt_claims_nothing_false() {
+    use locklab_models::Params;
+    use locklab_models::search::{Progress, SearchOptions, Stop, search_watched};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let proto = protocols::by_name("fencing").expect("known protocol");
+    let m = LockModel::new(proto, Params::defaults(proto)).expect("valid parameters");
+    let opts = SearchOptions {
+        // Every invariant, as `check` does: the others keep the search
+        // going past the violation's level.
+        invariants: m.properties.clone(),
+        max_states: Some(40_000),
+        max_depth: None,
+        symmetry: true,
+        threads: 1,
+    };
+    // Unstopped: a 12-step counterexample, whose trace needs the rebuild.
+    let full = search_watched(&m, &opts, &Progress::default());
+    assert_eq!(full.violations[&MutualExclusion].len(), 12);
+    // Stopped as soon as the rebuild starts (the progress is reset for it).
+    let progress = Progress::default();
+    let done = AtomicBool::new(false);
+    let stopped = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            // A search's count only grows: a drop is the reset before the
+            // rebuild.
+            let mut most = 0;
+            while !done.load(Ordering::SeqCst) {
+                let n = progress.states();
+                most = most.max(n);
+                if n < most {
+                    progress.cancel("the test");
+                    stopped.store(true, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+        });
+        let r = search_watched(&m, &opts, &progress);
+        done.store(true, Ordering::SeqCst);
+        r
+    });
+    assert!(stopped.load(Ordering::SeqCst), "the rebuild was not caught");
+    match r.violations.get(&MutualExclusion) {
+        Some(path) => assert_eq!(path.len(), 12),
+        None => {
+            assert_eq!(r.stop, Stop::Cancelled);
+            assert!(
+                r.depth <= 12,
+                "claims no counterexample of {} steps or fewer",
+                r.depth - 1
+            );
+        }
+    }
+}

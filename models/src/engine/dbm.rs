@@ -214,27 +214,39 @@ impl Dbm {
             return false;
         }
         let n = self.n;
-        let mut row_k: Vec<Bound> = vec![Bound::INF; n];
         for k in 0..n {
             // Row k does not change while pivoting on k (D[k][k] = (0,≤)
-            // as long as no negative cycle has been seen), so a copy of it
-            // lets each row i be relaxed through plain slices.
-            row_k.copy_from_slice(&self.m[k * n..(k + 1) * n]);
-            for (i, row_i) in self.m.chunks_exact_mut(n).enumerate() {
+            // as long as no negative cycle has been seen), so each other
+            // row i is relaxed through plain slices beside it.
+            let (before, rest) = self.m.split_at_mut(k * n);
+            let (row_k, after) = rest.split_at_mut(n);
+            let row_k: &[Bound] = row_k;
+            let rows = before.chunks_exact_mut(n).enumerate().chain(
+                after
+                    .chunks_exact_mut(n)
+                    .enumerate()
+                    .map(|(a, r)| (k + 1 + a, r)),
+            );
+            let mut negative = false;
+            for (i, row_i) in rows {
                 let dik = row_i[k];
-                if dik.is_inf() || i == k {
+                if dik.is_inf() {
                     continue;
                 }
-                for (dst, &src) in row_i.iter_mut().zip(&row_k) {
+                for (dst, &src) in row_i.iter_mut().zip(row_k) {
                     let s = dik + src;
                     if s < *dst {
                         *dst = s;
                     }
                 }
                 if row_i[i] < Bound::LE_ZERO {
-                    self.make_empty();
-                    return false;
+                    negative = true;
+                    break;
                 }
+            }
+            if negative {
+                self.make_empty();
+                return false;
             }
             if self.m[k * n + k] < Bound::LE_ZERO {
                 self.make_empty();
@@ -319,16 +331,18 @@ impl Dbm {
             self.make_empty();
             return false;
         }
-        // Row j is not changed by the update (see above), so a copy of it
-        // lets each row k be updated through plain slices.
-        let row_j: Vec<Bound> = self.m[j * n..(j + 1) * n].to_vec();
-        for (k, row_k) in self.m.chunks_exact_mut(n).enumerate() {
+        // Row j is not changed by the update (see above), so each other
+        // row k is updated through plain slices beside it.
+        let (before, rest) = self.m.split_at_mut(j * n);
+        let (row_j, after) = rest.split_at_mut(n);
+        let row_j: &[Bound] = row_j;
+        for row_k in before.chunks_exact_mut(n).chain(after.chunks_exact_mut(n)) {
             let dki = row_k[i];
-            if dki.is_inf() || k == j {
+            if dki.is_inf() {
                 continue;
             }
             let via = dki + b;
-            for (dst, &src) in row_k.iter_mut().zip(&row_j) {
+            for (dst, &src) in row_k.iter_mut().zip(row_j) {
                 let s = via + src;
                 if s < *dst {
                     *dst = s;
@@ -491,28 +505,42 @@ impl Dbm {
         if other.includes(self) {
             return Some(other.clone());
         }
-        let mut hull = self.clone();
-        for (h, o) in hull.m.iter_mut().zip(&other.m) {
-            if *o > *h {
-                *h = *o;
-            }
-        }
+        // Both are non-empty now. The piece for a loosened constraint is
+        // `P = H ∧ x_j − x_i ≺' b'`, whose closed form is `P[k][l] =
+        // min(H[k][l], H[k][j] + b' + H[i][l])` (one incremental closure
+        // step, as in `constrain`), empty iff `H[i][j] + b' < (0, ≤)`.
+        // `P ⊆ other` pointwise; where `other` is as loose as the hull that
+        // holds already, so only the entries where `other` is tighter than
+        // `self` need checking: no piece is built.
         let n = self.n;
+        let hull = |k: usize, l: usize| self.at(k, l).max(other.at(k, l));
         for i in 0..n {
             for j in 0..n {
                 let b = self.at(i, j);
-                if i == j || b >= hull.at(i, j) {
+                if i == j || b >= other.at(i, j) {
                     continue;
                 }
                 let Some(c) = b.constant() else { continue };
-                let mut piece = hull.clone();
-                if piece.constrain(j, i, Bound::new(-c, !b.is_strict())) && !other.includes(&piece)
-                {
+                let flip = Bound::new(-c, !b.is_strict());
+                if hull(i, j) + flip < Bound::LE_ZERO {
+                    continue;
+                }
+                let inside = (0..n * n).all(|e| {
+                    let (k, l) = (e / n, e % n);
+                    other.m[e] >= self.m[e] || hull(k, j) + flip + hull(i, l) <= other.m[e]
+                });
+                if !inside {
                     return None;
                 }
             }
         }
-        Some(hull)
+        let mut h = self.clone();
+        for (a, &o) in h.m.iter_mut().zip(&other.m) {
+            if o > *a {
+                *a = o;
+            }
+        }
+        Some(h)
     }
 
     /// Re-layout: new clock `k` is old clock `map[k]`, or a fresh free clock
@@ -827,5 +855,103 @@ mod tests {
         assert_eq!(format!("{z}"), "1 ≤ x1 ∧ x1 − x2 < 4 ∧ x2 − x1 ≤ -1");
         assert_eq!(format!("{}", Dbm::universe(3)), "true");
         assert_eq!(format!("{:?}", Dbm::empty(2)), "Dbm[2]{false}");
+    }
+
+    /// The convex union as first written: build each piece with
+    /// `constrain` and test it with `includes`. The reference for the
+    /// piece-free [`Dbm::convex_union`].
+    fn convex_union_reference(a: &Dbm, b: &Dbm) -> Option<Dbm> {
+        if a.includes(b) {
+            return Some(a.clone());
+        }
+        if b.includes(a) {
+            return Some(b.clone());
+        }
+        let mut hull = a.clone();
+        for (h, o) in hull.m.iter_mut().zip(&b.m) {
+            if *o > *h {
+                *h = *o;
+            }
+        }
+        let n = a.n;
+        for i in 0..n {
+            for j in 0..n {
+                let c = a.at(i, j);
+                if i == j || c >= hull.at(i, j) {
+                    continue;
+                }
+                let Some(k) = c.constant() else { continue };
+                let mut piece = hull.clone();
+                if piece.constrain(j, i, Bound::new(-k, !c.is_strict())) && !b.includes(&piece) {
+                    return None;
+                }
+            }
+        }
+        Some(hull)
+    }
+
+    /// Small random zones over 3 clocks: random bounds, some strict, some
+    /// delayed; and pairs split from one zone by a constraint and its
+    /// complement, whose union is that zone.
+    #[test]
+    fn convex_union_agrees_with_the_piecewise_reference() {
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move |k: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k
+        };
+        let zone = |next: &mut dyn FnMut(u64) -> u64| {
+            let n = 4;
+            let mut z = Dbm::zero(n);
+            for _ in 0..3 {
+                let x = 1 + next(3) as usize;
+                z.reset(x);
+                z.up();
+                let c = next(6) as i64;
+                let strict = next(2) == 0;
+                match next(3) {
+                    0 => z.constrain(x, 0, Bound::new(c + 1, strict)),
+                    1 => z.constrain(0, x, Bound::new(-c, strict)),
+                    _ => z.constrain(x, 1 + next(3) as usize, Bound::new(c - 2, strict)),
+                };
+            }
+            z
+        };
+        let (mut some, mut none) = (0, 0);
+        for _ in 0..4000 {
+            let a = zone(&mut next);
+            let b = if next(2) == 0 {
+                zone(&mut next)
+            } else {
+                // a split of `a` by x_i − x_j ≺ c, and the other side
+                let (i, j) = (next(4) as usize, next(4) as usize);
+                let (c, strict) = (next(8) as i64 - 4, next(2) == 0);
+                let mut side = a.clone();
+                side.constrain(i, j, Bound::new(c, strict));
+                let mut other = a.clone();
+                if i != j {
+                    other.constrain(j, i, Bound::new(-c, !strict));
+                }
+                let want = a.clone();
+                if !side.is_empty() && !other.is_empty() {
+                    assert_eq!(side.convex_union(&other), Some(want.clone()));
+                }
+                side
+            };
+            let got = a.convex_union(&b);
+            assert_eq!(got, convex_union_reference(&a, &b), "{a:?} ∪ {b:?}");
+            assert_eq!(
+                got.is_some(),
+                b.convex_union(&a).is_some(),
+                "symmetric: {a:?} ∪ {b:?}"
+            );
+            if got.is_some() { some += 1 } else { none += 1 }
+        }
+        assert!(
+            some > 500 && none > 500,
+            "both outcomes exercised: {some} / {none}"
+        );
     }
 }
