@@ -81,7 +81,7 @@ const CLAIMS: &[Claim] = &[
         id: "setnx-delay",
         section: "§2.1",
         quote: "",
-        gloss: "no crash needed: a delayed SETNX from an attempt the client gave up on lands after it finished",
+        gloss: "no crash needed: the SETNX wins but its answer is held up; the client times out, and every retry finds its own key, which has no expiry",
         says: Says::Silent,
         protocol: "setnx-expire",
         faults: &[Delay],
