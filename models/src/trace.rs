@@ -74,6 +74,10 @@ pub fn action_text(a: &Action) -> String {
         Action::Writer { writer } => format!("w{} steps", writer + 1),
         Action::ResourceRestart => "FAULT resource restart".to_string(),
         Action::Duplicate { client } => format!("FAULT duplicate write of c{}", client + 1),
+        Action::Reconcile => "reconciler runs".to_string(),
+        Action::PauseReconciler => "FAULT pause reconciler".to_string(),
+        Action::ResumeReconciler => "reconciler resumes".to_string(),
+        Action::DetectionLate => "detection bound passes".to_string(),
     }
 }
 
