@@ -705,3 +705,45 @@ fn a_detection_bound_shorter_than_the_period_breaks_and_a_fault_free_run_flags_n
         assert!(r.violations.is_empty() && r.exhaustive());
     }
 }
+
+#[test]
+fn the_queues_traces_speak_of_partitions_consumers_and_generations() {
+    // §9.3: the queue is modelled by the fencing rules, but its trace says
+    // what happens in a consumer group.
+    let m = model_with("queue", &[Pause], |p| p.max_faults = Some(1));
+    let t = trace_of(&m, MutualExclusion);
+    let mut texts: Vec<String> = vec![t.violation.clone()];
+    for s in &t.steps {
+        texts.extend(s.events.iter().map(|e| e.text.clone()));
+        texts.extend(s.message.iter().map(|m| m.text.clone()));
+    }
+    texts.extend(
+        locklab_traces::narrate::story(&t)
+            .into_iter()
+            .map(|s| s.text),
+    );
+    texts.push(locklab_traces::mermaid::diagram(&t));
+    let all = texts.join("\n");
+    for lock_word in ["LOCK", "session", "token", "the lock", "holds the lock"] {
+        assert!(!all.contains(lock_word), "{lock_word:?} in:\n{all}");
+    }
+    for word in [
+        "ASSIGN partition",
+        "is assigned the partition",
+        "generation",
+        "evicted from the group",
+        "own the partition",
+    ] {
+        assert!(all.contains(word), "{word:?} missing from:\n{all}");
+    }
+    // The fencing protocol keeps the lock's words.
+    let f = trace_of(
+        &model_with("fencing", &[Pause], |p| p.max_faults = Some(1)),
+        MutualExclusion,
+    );
+    assert!(
+        f.steps
+            .iter()
+            .any(|s| s.events.iter().any(|e| e.text.contains("LOCK")))
+    );
+}

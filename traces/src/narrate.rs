@@ -631,6 +631,8 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
             text.push_str(&format!("{} is broken: {}", t.invariant, t.violation));
         }
         text.push('.');
+        // In the protocol's own words (a queue's partitions, not a lock).
+        let text = crate::vocab::speak(&t.config.protocol, &text);
         let since = (step.state.time - last_time).max(0.0);
         let told = passing && step.state.time > state(t, k - 1).time;
         let gap = (!told && time::is_long_gap(since, &gaps)).then_some(since);
