@@ -712,7 +712,7 @@ const CLAIMS: &[Claim] = &[
         id: "queue-zombie",
         section: "§9.3",
         quote: "由单一消费者串行处理（单写者原则），互斥由架构保证而不是由锁保证，没有过期、没有误删、没有陈旧客户端",
-        gloss: "a single-writer queue has no stale clients: but a consumer paused past its session is rebalanced away and writes as a zombie",
+        gloss: "a single-writer queue has no stale clients: but a consumer paused past its heartbeats is evicted from the group, its partition rebalanced to another consumer, and it writes as a zombie",
         says: Says::Safe,
         protocol: "queue",
         faults: &[Pause],

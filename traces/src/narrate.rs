@@ -623,7 +623,9 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
         if parts.is_empty() && !violation {
             continue;
         }
-        let mut text = capitalized(t, &parts.join("; "));
+        // In the protocol's own words (a queue's partitions, not a lock);
+        // the violation is the trace's own, already in them.
+        let mut text = crate::vocab::speak(&t.config.protocol, &capitalized(t, &parts.join("; ")));
         if violation {
             if !text.is_empty() {
                 text.push_str(". ");
@@ -631,8 +633,6 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
             text.push_str(&format!("{} is broken: {}", t.invariant, t.violation));
         }
         text.push('.');
-        // In the protocol's own words (a queue's partitions, not a lock).
-        let text = crate::vocab::speak(&t.config.protocol, &text);
         let since = (step.state.time - last_time).max(0.0);
         let told = passing && step.state.time > state(t, k - 1).time;
         let gap = (!told && time::is_long_gap(since, &gaps)).then_some(since);
