@@ -55,6 +55,11 @@ use Invariant::*;
 
 fn none(_: &mut Params) {}
 
+/// A reconciler every 10 s (§7.5 对账).
+fn reconcile_10s(p: &mut Params) {
+    p.reconcile = Some(10 * SEC);
+}
+
 /// Redlock on one instance whose clock jumps forward by `jump`: the drift
 /// margin under test without the quorum around it.
 fn redlock_margin(p: &mut Params, jump: Micros) {
@@ -600,6 +605,45 @@ const CLAIMS: &[Claim] = &[
         cap: None,
     },
     Claim {
+        id: "reconcile-detects",
+        section: "§7.5",
+        quote: "",
+        gloss: "reconciliation after the fact (对账) every 10 s, with no lock: the lost update of a read-modify-write is flagged within one period and a step (10.001 s), whatever the schedule",
+        says: Says::Silent,
+        protocol: "no-lock",
+        faults: &[Slow, Crash],
+        invariant: DetectedWithin,
+        knobs: reconcile_10s,
+        flags: "--reconcile 10s",
+        cap: None,
+    },
+    Claim {
+        id: "reconcile-does-not-prevent",
+        section: "§7.5",
+        quote: "",
+        gloss: "but reconciliation only detects: the same update is lost all the same",
+        says: Says::Silent,
+        protocol: "no-lock",
+        faults: &[],
+        invariant: NoLostUpdate,
+        knobs: reconcile_10s,
+        flags: "--reconcile 10s",
+        cap: None,
+    },
+    Claim {
+        id: "reconcile-paused",
+        section: "§7.5",
+        quote: "",
+        gloss: "and a reconciler is a process too: a pause of its own leaves the damage unflagged past the bound",
+        says: Says::Silent,
+        protocol: "no-lock",
+        faults: &[Pause],
+        invariant: DetectedWithin,
+        knobs: reconcile_10s,
+        flags: "--reconcile 10s",
+        cap: None,
+    },
+    Claim {
         id: "zookeeper-pause",
         section: "§8.3",
         quote: "会话与租约同样会过期……临时节点照样删除、租约照样到期、锁照样易主",
@@ -668,7 +712,7 @@ const CLAIMS: &[Claim] = &[
         id: "queue-zombie",
         section: "§9.3",
         quote: "由单一消费者串行处理（单写者原则），互斥由架构保证而不是由锁保证，没有过期、没有误删、没有陈旧客户端",
-        gloss: "a single-writer queue has no stale clients: but a consumer paused past its session is rebalanced away and writes as a zombie",
+        gloss: "a single-writer queue has no stale clients: but a consumer paused past its heartbeats is evicted from the group, its partition rebalanced to another consumer, and it writes as a zombie",
         says: Says::Safe,
         protocol: "queue",
         faults: &[Pause],

@@ -220,7 +220,10 @@ pub fn report(
     for inv in Invariant::ALL {
         if let Some(why) = inv.not_applicable(m) {
             // Only the token source's n/a is worth a line in every report.
-            if matches!(inv, Invariant::NoOversell | Invariant::NoDuplicateEffect) {
+            if matches!(
+                inv,
+                Invariant::NoOversell | Invariant::NoDuplicateEffect | Invariant::DetectedWithin
+            ) {
                 continue;
             }
             verdicts.push(Verdict {

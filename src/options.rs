@@ -305,6 +305,26 @@ pub struct ModelArgs {
     /// switches on the `duplicate` fault unless --faults says otherwise
     #[arg(long, help_heading = "Resource")]
     pub idempotent: bool,
+    /// Reconciliation after the fact (§7.5 "对账"): a reconciler compares the
+    /// resource with the business ledger every EVERY (e.g. 10s) and flags a
+    /// lost update, an oversell or a duplicate effect. It detects, it does
+    /// not prevent; `detected_within` judges how soon [default: none]
+    #[arg(
+        long,
+        value_name = "EVERY",
+        allow_hyphen_values = true,
+        help_heading = "Resource"
+    )]
+    pub reconcile: Option<String>,
+    /// The bound `detected_within` holds the reconciler to: the damage must
+    /// be flagged within it [default: one --reconcile period + --step]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Resource"
+    )]
+    pub detect_within: Option<String>,
     /// etcd 3.4: after waiting, return the lock without re-checking the own key
     #[arg(long, help_heading = "Protocol knobs")]
     pub no_recheck: bool,
@@ -475,6 +495,8 @@ impl ModelArgs {
         add(self.token_store.is_some(), "token-store");
         add(self.unfenced_writers.is_some(), "unfenced-writers");
         add(self.idempotent, "idempotent");
+        add(self.reconcile.is_some(), "reconcile");
+        add(self.detect_within.is_some(), "detect-within");
         v
     }
 
@@ -625,6 +647,12 @@ impl ModelArgs {
             p.unfenced_writers = n;
         }
         p.idempotent |= self.idempotent;
+        if let Some(t) = &self.reconcile {
+            p.reconcile = Some(duration("reconcile", t)?);
+        }
+        if let Some(t) = &self.detect_within {
+            p.detect_within = Some(duration("detect-within", t)?);
+        }
         if let Some(r) = self.token_rule {
             p.token_rule = match r {
                 RuleOpt::Ge => TokenRule::Ge,

@@ -16,6 +16,8 @@ const DURATIONS: &[&str] = &[
     "jump",
     "renew-every",
     "renew-cap",
+    "reconcile",
+    "detect-within",
 ];
 
 /// A parameter's value as the CLI takes it back: durations with units

@@ -240,6 +240,41 @@ pub struct SimulateArgs {
     /// etcd 3.4: return the lock after waiting without re-checking the own key
     #[arg(long, help_heading = "Protocol knobs")]
     pub no_recheck: bool,
+    /// What the critical section does to the resource: rmw, in-place,
+    /// check-then-act or conditional (as for `check`) [default: rmw]
+    #[arg(long, value_name = "OP", help_heading = "Resource")]
+    pub resource_op: Option<String>,
+    /// Units in stock at the start, for --resource-op check-then-act or conditional [default: 1]
+    #[arg(long, value_name = "N", help_heading = "Resource")]
+    pub stock: Option<String>,
+    /// Reads carry the token too and are checked by the same form
+    #[arg(long, help_heading = "Resource")]
+    pub fence_reads: bool,
+    /// Where the resource keeps its highest token: durable or memory [default: durable]
+    #[arg(long, value_name = "WHERE", help_heading = "Resource")]
+    pub token_store: Option<String>,
+    /// Writers that bypass the lock and the fence (a batch job, an old client) [default: 0]
+    #[arg(long, value_name = "N", help_heading = "Resource")]
+    pub unfenced_writers: Option<String>,
+    /// Idempotent writes: the resource absorbs a write whose operation id it already applied
+    #[arg(long, help_heading = "Resource")]
+    pub idempotent: bool,
+    /// Resource restarts per second (a highest token kept in memory is lost;
+    /// needs --token-store memory) [default: 0]
+    #[arg(long, value_name = "RATE", help_heading = "Resource")]
+    pub resource_restart_rate: Option<String>,
+    /// Duplicate deliveries of a landed write per second per client (a retry
+    /// after a lost acknowledgement) [default: 0]
+    #[arg(long, value_name = "RATE", help_heading = "Resource")]
+    pub duplicate_rate: Option<String>,
+    /// Reconciliation after the fact (§7.5 "对账"): a reconciler compares the
+    /// resource with the ledger every EVERY and flags the damage; runs that
+    /// break detected_within are reported [default: none]
+    #[arg(long, value_name = "EVERY", help_heading = "Resource")]
+    pub reconcile: Option<String>,
+    /// The bound detected_within holds the reconciler to [default: one --reconcile period + --step]
+    #[arg(long, value_name = "DURATION", help_heading = "Resource")]
+    pub detect_within: Option<String>,
     /// How the network orders messages: fifo (one TCP connection) or unordered [default: fifo]
     #[arg(long, value_name = "ORDER", help_heading = "Protocol knobs")]
     pub network: Option<String>,
@@ -280,6 +315,14 @@ impl SimulateArgs {
             ("clock-drift-ppm", &self.clock_drift_ppm),
             ("resource-check", &self.resource_check),
             ("token-rule", &self.token_rule),
+            ("resource-op", &self.resource_op),
+            ("stock", &self.stock),
+            ("token-store", &self.token_store),
+            ("unfenced-writers", &self.unfenced_writers),
+            ("resource-restart-rate", &self.resource_restart_rate),
+            ("duplicate-rate", &self.duplicate_rate),
+            ("reconcile", &self.reconcile),
+            ("detect-within", &self.detect_within),
             ("network", &self.network),
             ("horizon", &self.horizon),
             ("scheduler", &self.scheduler),
@@ -291,6 +334,8 @@ impl SimulateArgs {
             ("no-cancel", self.no_cancel),
             ("delayed-restart", self.delayed_restart),
             ("no-recheck", self.no_recheck),
+            ("fence-reads", self.fence_reads),
+            ("idempotent", self.idempotent),
         ];
         text.into_iter()
             .filter_map(|(n, v)| v.clone().map(|v| (n, v)))

@@ -404,6 +404,7 @@ fn list_names_everything() {
         "no_orphan_lock",
         "no_oversell",
         "no_duplicate_effect",
+        "detected_within",
         "duplicate",
         "[business]",
         "resource-restart",
@@ -411,6 +412,52 @@ fn list_names_everything() {
         "check-then-act",
     ] {
         assert!(out.contains(name), "{name} missing from list");
+    }
+}
+
+#[test]
+fn reconcile_detects_late_under_a_pause_and_bad_values_exit_2() {
+    // No lock: the update is lost with no fault; the one pause goes to
+    // the reconciler, and the damage is flagged too late.
+    let o = locklab(&[
+        "check",
+        "no-lock",
+        "--faults",
+        "pause",
+        "--reconcile",
+        "10s",
+        "--invariants",
+        "no_lost_update,detected_within",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("detected_within"), "{out}");
+    assert!(out.contains("detection is late"), "{out}");
+    // Undisturbed, it is in time.
+    let o = locklab(&[
+        "check",
+        "no-lock",
+        "--faults",
+        "none",
+        "--reconcile",
+        "10s",
+        "--invariants",
+        "detected_within",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    for (args, needle) in [
+        (&["--reconcile", "10"][..], "needs a unit"),
+        (
+            &["--detect-within", "5s"][..],
+            "--detect-within needs a reconciler",
+        ),
+        (&["--reconcile", "0s"][..], "--reconcile 0 is out of range"),
+    ] {
+        let mut a = vec!["check", "no-lock"];
+        a.extend_from_slice(args);
+        let o = locklab(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{a:?}: {}", stderr(&o));
     }
 }
 

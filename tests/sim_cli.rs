@@ -310,3 +310,98 @@ fn durations_take_units_and_the_summary_shows_them() {
     assert!(text.contains("latency 200 µs..5 ms"), "{text}");
     assert!(text.contains("delay: latencies drawn past 5 ms"), "{text}");
 }
+
+#[test]
+fn simulate_takes_the_resource_options_as_check_does() {
+    // Per-invariant violation counts of a JSON summary.
+    let counts = |extra: &[&str]| -> std::collections::BTreeMap<String, u64> {
+        let mut args = vec![
+            "simulate", "no-lock", "--runs", "200", "--seed", "3", "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = locklab(&args);
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(1)),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON summary");
+        v["points"][0]["invariants"]
+            .as_array()
+            .expect("invariant rows")
+            .iter()
+            .map(|r| {
+                (
+                    r["invariant"].as_str().unwrap().to_string(),
+                    r["violations"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // No lock: the client's own "if stock > 0" oversells; the resource's
+    // own conditional update never does.
+    let cta = counts(&["--resource-op", "check-then-act"]);
+    assert!(cta["no_oversell"] > 0, "{cta:?}");
+    let cond = counts(&["--resource-op", "conditional", "--stock", "1"]);
+    assert_eq!(cond["no_oversell"], 0, "{cond:?}");
+    // A read-modify-write loses updates; in place it does not.
+    assert!(counts(&[])["no_lost_update"] > 0);
+    assert_eq!(counts(&["--resource-op", "in-place"])["no_lost_update"], 0);
+    // Duplicates take effect twice unless the writes are idempotent.
+    let dup = ["--resource-op", "in-place", "--duplicate-rate", "10"];
+    assert!(counts(&dup)["no_duplicate_effect"] > 0);
+    let mut idem = dup.to_vec();
+    idem.push("--idempotent");
+    assert_eq!(counts(&idem)["no_duplicate_effect"], 0);
+    // Reconciliation: undisturbed, the damage is flagged within a period
+    // and a step; with a bound below the period, runs break it.
+    let rec = counts(&["--reconcile", "10s"]);
+    assert!(
+        rec["no_lost_update"] > 0 && rec["detected_within"] == 0,
+        "{rec:?}"
+    );
+    let short = counts(&["--reconcile", "10s", "--detect-within", "1s"]);
+    assert!(short["detected_within"] > 0, "{short:?}");
+    // Bad values are refused as check refuses them: exit 2, naming what is
+    // allowed (and an option of fencing is refused for no-lock).
+    let o = locklab(&[
+        "simulate",
+        "no-lock",
+        "--runs",
+        "10",
+        "--token-store",
+        "memory",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("does not apply to no-lock"),
+        "{}",
+        stderr(&o)
+    );
+    for (bad, needle) in [
+        (
+            &["--resource-op", "cas"][..],
+            "expected rmw, in-place, check-then-act or conditional",
+        ),
+        (&["--token-store", "disk"][..], "expected durable or memory"),
+        (
+            &["--stock", "2"][..],
+            "--stock applies to --resource-op check-then-act or conditional only",
+        ),
+        (&["--reconcile", "10"][..], "--reconcile"),
+        (
+            &["--detect-within", "1s"][..],
+            "--detect-within needs a reconciler",
+        ),
+        (
+            &["--fence-reads", "--resource-check", "none"][..],
+            "--fence-reads needs a token check",
+        ),
+    ] {
+        let mut args = vec!["simulate", "fencing", "--runs", "10"];
+        args.extend_from_slice(bad);
+        let o = locklab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+}

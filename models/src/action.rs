@@ -46,4 +46,14 @@ pub enum Action {
     ResourceRestart,
     /// Fault: a client's write that landed is delivered again.
     Duplicate { client: u8 },
+    /// The reconciler (`--reconcile`) runs: it compares the resource with
+    /// the ledger and flags the damage it finds.
+    Reconcile,
+    /// Fault (a `pause`): the reconciler's process freezes.
+    PauseReconciler,
+    /// The paused reconciler resumes.
+    ResumeReconciler,
+    /// The detection bound passes with the damage still unflagged (an
+    /// observer's step for `detected_within`; nothing in the world acts).
+    DetectionLate,
 }

@@ -52,6 +52,7 @@ prop!(prop_token, Invariant::TokenMonotonic);
 prop!(prop_orphan, Invariant::NoOrphanLock);
 prop!(prop_oversell, Invariant::NoOversell);
 prop!(prop_duplicate, Invariant::NoDuplicateEffect);
+prop!(prop_detected, Invariant::DetectedWithin);
 
 impl ZoneModel {
     /// The readable form of a state: the world and its zone (clock `xi`
@@ -105,6 +106,7 @@ impl stateright::Model for ZoneModel {
                     Invariant::NoOrphanLock => prop_orphan,
                     Invariant::NoOversell => prop_oversell,
                     Invariant::NoDuplicateEffect => prop_duplicate,
+                    Invariant::DetectedWithin => prop_detected,
                 };
                 stateright::Property::always(i.name(), f)
             })

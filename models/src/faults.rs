@@ -161,7 +161,7 @@ pub fn used(m: &LockModel, w: &World) -> u32 {
 /// The fault kind an action spends, if it is a fault.
 pub fn kind_of(a: &Action) -> Option<FaultKind> {
     match a {
-        Action::Pause { .. } => Some(FaultKind::Pause),
+        Action::Pause { .. } | Action::PauseReconciler => Some(FaultKind::Pause),
         Action::Slow { .. } => Some(FaultKind::Slow),
         Action::Drop { .. } => Some(FaultKind::Loss),
         Action::Delay { .. } => Some(FaultKind::Delay),
@@ -189,11 +189,24 @@ pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
             out.push(Action::Resume { client: i as u8 });
         }
     }
+    if w.resource.recon.is_some_and(|r| r.paused.is_some()) {
+        out.push(Action::ResumeReconciler);
+    }
     if left(FaultKind::Pause) {
         for (i, c) in w.clients.iter().enumerate() {
             if c.alive && c.paused.is_none() && pause_matters(w, i) {
                 out.push(Action::Pause { client: i as u8 });
             }
+        }
+        // The reconciler is a process too. Only a pause while its run is
+        // due (after the damage) is offered: one that began earlier delays
+        // that run no more than one that begins at the damage; once it has
+        // flagged the damage, a pause changes nothing.
+        if w.resource
+            .recon
+            .is_some_and(|r| r.paused.is_none() && r.wait.is_some())
+        {
+            out.push(Action::PauseReconciler);
         }
     }
     if left(FaultKind::Slow) {
@@ -384,6 +397,22 @@ pub fn apply(x: &mut Ctx, a: &Action) -> bool {
         Action::Failover { server } => crate::redis::failover(x, server),
         Action::ResourceRestart => crate::resource::restart(x.m, x.w, x.log),
         Action::Duplicate { client } => crate::resource::duplicate(x.m, x.w, client, x.log),
+        Action::PauseReconciler => {
+            let clk = x.t.reset();
+            if let Some(r) = &mut x.w.resource.recon {
+                r.paused = Some(clk);
+            }
+            let max = x.m.params.pause_max;
+            ev!(
+                x.log,
+                EventKind::Fault,
+                crate::resource::RECONCILER.to_string(),
+                None,
+                "PAUSED (GC / VM freeze{}): its runs wait",
+                max.map(|k| format!(", up to {}", crate::units::show(k)))
+                    .unwrap_or_default()
+            );
+        }
         _ => return false,
     }
     true

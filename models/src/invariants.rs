@@ -17,10 +17,11 @@ pub enum Invariant {
     NoOrphanLock,
     NoOversell,
     NoDuplicateEffect,
+    DetectedWithin,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 7] = [
+    pub const ALL: [Invariant; 8] = [
         Invariant::MutualExclusion,
         Invariant::Ownership,
         Invariant::NoLostUpdate,
@@ -28,6 +29,7 @@ impl Invariant {
         Invariant::NoOrphanLock,
         Invariant::NoOversell,
         Invariant::NoDuplicateEffect,
+        Invariant::DetectedWithin,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +41,7 @@ impl Invariant {
             Invariant::NoOrphanLock => "no_orphan_lock",
             Invariant::NoOversell => "no_oversell",
             Invariant::NoDuplicateEffect => "no_duplicate_effect",
+            Invariant::DetectedWithin => "detected_within",
         }
     }
 
@@ -68,6 +71,9 @@ impl Invariant {
             Invariant::NoDuplicateEffect => {
                 "one operation id takes effect once, however often its write is delivered (with the duplicate fault)"
             }
+            Invariant::DetectedWithin => {
+                "damage to the resource (a lost update, an oversell, a duplicate effect) is flagged by the reconciler within --detect-within of the damaging write (with --reconcile; default one period + one step)"
+            }
         }
     }
 
@@ -81,7 +87,9 @@ impl Invariant {
             Invariant::Ownership | Invariant::NoOrphanLock => "lock-service",
             Invariant::NoLostUpdate => "resource",
             Invariant::TokenMonotonic => "token",
-            Invariant::NoOversell | Invariant::NoDuplicateEffect => "business",
+            Invariant::NoOversell | Invariant::NoDuplicateEffect | Invariant::DetectedWithin => {
+                "business"
+            }
         }
     }
 
@@ -111,6 +119,9 @@ impl Invariant {
             {
                 Some("no write is ever delivered twice (switch on the duplicate fault)".to_string())
             }
+            Invariant::DetectedWithin if m.params.reconcile.is_none() => {
+                Some("no reconciler (add --reconcile EVERY)".to_string())
+            }
             _ => None,
         }
     }
@@ -120,7 +131,9 @@ impl Invariant {
     pub fn applies_to(self, proto: &dyn Protocol) -> bool {
         match self {
             Invariant::TokenMonotonic => proto.issues_tokens(),
-            Invariant::NoOversell | Invariant::NoDuplicateEffect => false,
+            Invariant::NoOversell | Invariant::NoDuplicateEffect | Invariant::DetectedWithin => {
+                false
+            }
             Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock => {
                 proto.has_lock()
             }
@@ -137,6 +150,7 @@ impl Invariant {
             Invariant::NoOrphanLock => orphan(m, w).is_none(),
             Invariant::NoOversell => crate::resource::stock_left(m, w.resource.value) >= 0,
             Invariant::NoDuplicateEffect => !w.ghost.duplicated,
+            Invariant::DetectedWithin => !w.resource.recon.is_some_and(|r| r.missed),
         }
     }
 
@@ -195,6 +209,14 @@ impl Invariant {
                 "a write delivered twice took effect twice: one operation was applied twice"
                     .to_string()
             }
+            Invariant::DetectedWithin => format!(
+                "the resource was damaged, {}, and the reconciler had not flagged it {} later",
+                crate::resource::damage(m, w).unwrap_or_default(),
+                m.params
+                    .detection_bound()
+                    .map(crate::units::show)
+                    .unwrap_or_default()
+            ),
             Invariant::NoOversell => format!(
                 "{} units were sold from a stock of {}: the stock is {}",
                 w.resource.value,

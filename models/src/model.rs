@@ -121,6 +121,16 @@ impl LockModel {
                 for i in 0..self.params.unfenced_writers as usize {
                     r.writers[i] = crate::world::Writer::Ready;
                 }
+                // The reconciler has been running since before the clients
+                // started, at an unknown phase; its runs only matter once
+                // there is damage to find (`resource::note_damage`).
+                r.recon = self.params.reconcile.map(|_| crate::world::Recon {
+                    wait: None,
+                    paused: None,
+                    damage: None,
+                    flagged: false,
+                    missed: false,
+                });
                 r
             },
             faults_left: self.params.faults,
@@ -153,6 +163,10 @@ impl LockModel {
             WaitKind::Slow => (p.work_min, None),
             WaitKind::Step => (0, Some(p.step)),
             WaitKind::Renewal => timer(p.renew_every),
+            // The reconciler's next run after the damage: it runs every
+            // period at a phase nothing ties to the clients', so anywhere
+            // from at once to a whole period (on its clock) and a step.
+            WaitKind::Reconcile => (0, timer(p.reconcile.unwrap_or(0)).1),
         };
         Window { lo, hi }
     }
@@ -236,6 +250,26 @@ impl LockModel {
                 out.push(Enabled {
                     action: Action::Watchdog { client: i as u8 },
                     guard: Some((wd.wait.clk, self.wait_window(&wd.wait).lo)),
+                });
+            }
+        }
+        if let Some(r) = &w.resource.recon {
+            if r.paused.is_none()
+                && let Some(wait) = r.wait
+            {
+                out.push(Enabled {
+                    action: Action::Reconcile,
+                    guard: Some((wait.clk, self.wait_window(&wait).lo)),
+                });
+            }
+            // The observer of `detected_within`: once the bound has passed
+            // with the damage unflagged, it records the miss.
+            if let (Some(d), false, false, Some(b)) =
+                (r.damage, r.flagged, r.missed, self.params.detection_bound())
+            {
+                out.push(Enabled {
+                    action: Action::DetectionLate,
+                    guard: Some((d, b)),
                 });
             }
         }
@@ -329,6 +363,22 @@ impl LockModel {
         for s in w.coord.sessions.iter().flatten() {
             out.push((*s, self.session_window().1));
         }
+        if let Some(r) = &w.resource.recon {
+            match r.paused {
+                Some(p) => {
+                    if let Some(max) = self.params.pause_max {
+                        out.push((p, max));
+                    }
+                }
+                None => {
+                    if let Some(wait) = r.wait
+                        && let Some(hi) = self.wait_window(&wait).hi
+                    {
+                        out.push((wait.clk, hi));
+                    }
+                }
+            }
+        }
     }
 
     /// When the consensus service expires a silent session (lease): its
@@ -371,6 +421,10 @@ impl LockModel {
                 };
                 (lo, win.hi)
             }
+            ClockRole::Damage => {
+                let b = p.detection_bound();
+                (b, b)
+            }
             ClockRole::Message => (
                 Some(p.latency_max),
                 Some(p.latency_max + p.step + p.delay_max.unwrap_or(0)),
@@ -404,10 +458,14 @@ impl LockModel {
             Action::ComeUp { server } => redis::come_up(x, server as usize),
             Action::SessionExpires { client } => coord::expire(x, client),
             Action::Writer { writer } => crate::resource::writer_step(self, x.w, writer, x.log),
+            Action::Reconcile => crate::resource::reconcile(x),
+            Action::ResumeReconciler => resume_reconciler(x),
+            Action::DetectionLate => crate::resource::detection_late(x),
             _ => {
                 faults::apply(x, a);
             }
         }
+        crate::resource::note_damage(x);
     }
 
     /// Name of the participant an action belongs to, for traces.
@@ -426,6 +484,10 @@ impl LockModel {
             Action::ComeUp { server } => w.server_name(server),
             Action::SessionExpires { .. } => "service".into(),
             Action::Writer { writer } => crate::resource::writer_name(writer),
+            Action::Reconcile
+            | Action::PauseReconciler
+            | Action::ResumeReconciler
+            | Action::DetectionLate => crate::resource::RECONCILER.into(),
             _ => "env".into(),
         }
     }
@@ -501,6 +563,32 @@ pub fn resume(x: &mut Ctx, c: u8) {
         }
     }
     x.w.net.sort();
+}
+
+/// The paused reconciler resumes: a run that fell due while it was frozen
+/// happens within one step.
+fn resume_reconciler(x: &mut Ctx) {
+    let Some(r) = x.w.resource.recon else { return };
+    let mut r = r;
+    r.paused = None;
+    if let Some(w) = r.wait
+        && let Some(end) = x.m.wait_event_end(&w)
+        && let Some(clk) = catch_up(x, w.clk, end)
+    {
+        r.wait = Some(Wait {
+            late: true,
+            clk,
+            ..w
+        });
+    }
+    x.w.resource.recon = Some(r);
+    crate::ev!(
+        x.log,
+        EventKind::Fault,
+        crate::resource::RECONCILER.to_string(),
+        None,
+        "resumes: the pause is over"
+    );
 }
 
 fn ev_resume(x: &mut Ctx, c: u8) {

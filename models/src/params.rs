@@ -238,6 +238,57 @@ fn is_default_stock(v: &u8) -> bool {
     *v == DEFAULT_STOCK
 }
 
+/// Reads a choice of the resource options by its name; the error names
+/// what is allowed. `simulate` reads its resource options with these; the
+/// names are the ones `check`'s options take.
+fn parse_named<T: Copy>(v: &str, all: &[T], name: fn(T) -> &'static str) -> Result<T, String> {
+    all.iter().copied().find(|x| name(*x) == v).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|x| name(*x)).collect();
+        let (last, rest) = names.split_last().expect("a choice has names");
+        if rest.is_empty() {
+            format!("{v:?}: expected {last}")
+        } else {
+            format!("{v:?}: expected {} or {last}", rest.join(", "))
+        }
+    })
+}
+
+impl ResourceCheck {
+    /// The form named `v` (`--resource-check`).
+    pub fn parse(v: &str) -> Result<ResourceCheck, String> {
+        parse_named(v, &ResourceCheck::ALL, ResourceCheck::name)
+    }
+}
+
+impl ResourceOp {
+    /// The operation named `v` (`--resource-op`).
+    pub fn parse(v: &str) -> Result<ResourceOp, String> {
+        parse_named(v, &ResourceOp::ALL, ResourceOp::name)
+    }
+}
+
+impl TokenStore {
+    pub const ALL: [TokenStore; 2] = [TokenStore::Durable, TokenStore::Memory];
+    /// The store named `v` (`--token-store`).
+    pub fn parse(v: &str) -> Result<TokenStore, String> {
+        parse_named(v, &TokenStore::ALL, TokenStore::name)
+    }
+}
+
+impl TokenRule {
+    pub const ALL: [TokenRule; 2] = [TokenRule::Ge, TokenRule::Gt];
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenRule::Ge => "ge",
+            TokenRule::Gt => "gt",
+        }
+    }
+    /// The rule named `v` (`--token-rule`).
+    pub fn parse(v: &str) -> Result<TokenRule, String> {
+        parse_named(v, &TokenRule::ALL, TokenRule::name)
+    }
+}
+
 /// How the resource compares a token with the highest one it has seen.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -419,6 +470,16 @@ pub struct Params {
     /// operation it has already applied.
     #[serde(default, skip_serializing_if = "is_default")]
     pub idempotent: bool,
+    /// Reconciliation after the fact (`--reconcile EVERY`, §7.5 对账): a
+    /// reconciler compares the resource with the business ledger every
+    /// EVERY and flags the damage it finds (`None`: no reconciler).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub reconcile: Option<Micros>,
+    /// The bound `detected_within` holds the reconciler to
+    /// (`--detect-within`; `None`: one period and one step, see
+    /// [`Params::detection_bound`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub detect_within: Option<Micros>,
 }
 
 impl Params {
@@ -478,7 +539,22 @@ impl Params {
             token_store: TokenStore::Durable,
             unfenced_writers: 0,
             idempotent: false,
+            reconcile: None,
+            detect_within: None,
         }
+    }
+
+    /// The time within which damage must be flagged (`detected_within`):
+    /// `--detect-within`, or else the longest a reconciliation period can
+    /// last on the reconciler's clock plus the step that runs it (damage
+    /// done just after a run is flagged by the next one). `None` without a
+    /// reconciler.
+    pub fn detection_bound(&self) -> Option<Micros> {
+        let every = self.reconcile?;
+        Some(
+            self.detect_within
+                .unwrap_or_else(|| self.band(every).1 + self.step),
+        )
     }
 
     /// Whether reads carry the token and are checked.
@@ -763,6 +839,16 @@ pub const PARAMS: &[ParamInfo] = &[
         only: None,
     },
     ParamInfo {
+        name: "reconcile",
+        help: "reconciliation after the fact (§7.5 对账): a reconciler compares the resource with the ledger every EVERY and flags the damage",
+        only: None,
+    },
+    ParamInfo {
+        name: "detect-within",
+        help: "the bound detected_within holds the reconciler to [default: one --reconcile period + --step]",
+        only: None,
+    },
+    ParamInfo {
         name: "network",
         help: "fifo: one ordered TCP connection per client, server and channel, a new one after a timeout; unordered: any message may overtake any other",
         only: None,
@@ -834,6 +920,30 @@ impl Params {
                 "--fence-reads needs a token check: --resource-check is none (allowed with any other form)"
                     .into(),
             ));
+        }
+        if let Some(every) = self.reconcile
+            && !(1..=MAX_DURATION).contains(&every)
+        {
+            return Err(ConfigError(format!(
+                "--reconcile {} is out of range: allowed {} ..= {}",
+                crate::units::show(every),
+                crate::units::show(1),
+                crate::units::show(MAX_DURATION)
+            )));
+        }
+        if let Some(b) = self.detect_within {
+            if self.reconcile.is_none() {
+                return Err(ConfigError(
+                    "--detect-within needs a reconciler: add --reconcile EVERY".into(),
+                ));
+            }
+            if !(0..=MAX_DURATION).contains(&b) {
+                return Err(ConfigError(format!(
+                    "--detect-within {} is out of range: allowed 0 ..= {}",
+                    crate::units::show(b),
+                    crate::units::show(MAX_DURATION)
+                )));
+            }
         }
         if self.token_store == TokenStore::Memory
             && !matches!(

@@ -37,6 +37,24 @@
 //! later write with no lock and no token, bypassing the check
 //! ("绕过校验的旁路写入会让整个机制形同虚设", §7.4 3); a `resource-restart`
 //! fault forgets a highest token kept in memory.
+//!
+//! **Reconciliation after the fact** (`--reconcile EVERY`, §7.5 对账): a
+//! reconciler runs every EVERY (on its own clock, within one step), at a
+//! phase nothing ties to the clients', and compares the resource with the
+//! business ledger: the writes accepted
+//! (a counter below them is a lost update), the units sold (a stock below
+//! zero is an oversell), the operations applied (one applied twice is a
+//! duplicate effect). Runs that find nothing change nothing, so the model
+//! keeps the one that matters: the step that first damages the resource
+//! arms the next run, due anywhere from at once to one period and a step
+//! later (any phase). It flags the damage, and says how
+//! long after the damaging write (exactly, in a trace). It prevents
+//! nothing: the invariants still break. The step that first damages the
+//! resource arms a clock; `detected_within` holds while the damage is
+//! flagged before that clock passes `--detect-within` (default: one period
+//! on the reconciler's clock plus one step, what an undisturbed reconciler
+//! always meets). A `pause` can strike the reconciler too, and then it can
+//! be late.
 
 use crate::client::Ctx;
 use crate::ev;
@@ -435,5 +453,113 @@ pub fn restart(_m: &LockModel, w: &mut World, log: &mut Log) {
         None,
         "RESTARTS: its data survives, but the highest token it kept in memory ({}) is forgotten",
         lost.map_or("none".to_string(), |t| t.to_string())
+    );
+}
+
+/// The reconciler's name in traces.
+pub const RECONCILER: &str = "reconciler";
+
+/// The damage the ledger shows in `w`, in words; `None` if the resource
+/// agrees with it.
+pub fn damage(m: &LockModel, w: &World) -> Option<String> {
+    let r = &w.resource;
+    let mut found = Vec::new();
+    if r.value != r.accepted {
+        found.push(format!(
+            "a lost update (the ledger has {} accepted writes, the resource counts {})",
+            r.accepted, r.value
+        ));
+    }
+    if m.params.resource_op.has_stock() && stock_left(m, r.value) < 0 {
+        found.push(format!(
+            "an oversell ({} units sold from a stock of {})",
+            r.value, m.params.stock
+        ));
+    }
+    if w.ghost.duplicated {
+        found.push("a duplicate effect (one operation applied twice)".to_string());
+    }
+    (!found.is_empty()).then(|| found.join(" and "))
+}
+
+/// After every step: the step that first damages the resource arms the
+/// clock the reconciler's detection is timed by, and the reconciler's next
+/// run: its runs before found nothing and changed nothing, and its phase
+/// is free, so the next one is due anywhere from now to one period (on its
+/// clock) and a step from now.
+pub fn note_damage(x: &mut Ctx) {
+    let Some(r) = x.w.resource.recon else { return };
+    if r.damage.is_some() || r.flagged || damage(x.m, x.w).is_none() {
+        return;
+    }
+    let clk = x.t.reset();
+    let next = x.t.reset();
+    if let Some(r) = &mut x.w.resource.recon {
+        r.damage = Some(clk);
+        r.wait = Some(crate::world::Wait {
+            kind: crate::world::WaitKind::Reconcile,
+            late: false,
+            clk: next,
+        });
+    }
+}
+
+/// The reconciler runs: it flags the damage if there is any (its job is
+/// then done), or else waits for its next run.
+pub fn reconcile(x: &mut Ctx) {
+    let Some(mut r) = x.w.resource.recon else {
+        return;
+    };
+    match (r.damage, damage(x.m, x.w)) {
+        (Some(d), Some(what)) => {
+            let after =
+                x.t.reading(d)
+                    .map(|v| {
+                        format!(
+                            ", {} after the damaging write",
+                            crate::units::show_rational(v)
+                        )
+                    })
+                    .unwrap_or_default();
+            r.flagged = true;
+            r.damage = None;
+            r.wait = None;
+            ev!(
+                x.log,
+                EventKind::Note,
+                RECONCILER.to_string(),
+                Some("resource".to_string()),
+                "reconciliation flags {what}{after}: the damage is done, reconciliation only detects it"
+            );
+        }
+        // Never offered: the run is armed by the damage. A run that found
+        // nothing would wait for the next.
+        _ => r.wait = None,
+    }
+    x.w.resource.recon = Some(r);
+}
+
+/// The observer of `detected_within`: is the damage older than the bound?
+/// If so, detection is late.
+pub fn detection_late(x: &mut Ctx) {
+    let Some(mut r) = x.w.resource.recon else {
+        return;
+    };
+    let (Some(d), Some(bound)) = (r.damage, x.m.params.detection_bound()) else {
+        return;
+    };
+    if x.t.ask(d, bound, false) {
+        return;
+    }
+    r.missed = true;
+    x.w.resource.recon = Some(r);
+    ev!(
+        x.log,
+        EventKind::Note,
+        RECONCILER.to_string(),
+        Some("resource".to_string()),
+        "has not flagged {} more than {} after the damaging write: detection is late",
+        damage(x.m, x.w).unwrap_or_default(),
+        crate::units::show(bound)
     );
 }

@@ -197,6 +197,15 @@ impl<'a> TimeCtx<'a> {
         if strict { x < b } else { x <= b }
     }
 
+    /// What `clk` reads now, exactly, when the step is taken at a concrete
+    /// time (building or replaying a trace); `None` in the zone search.
+    pub fn reading(&self, clk: Clk) -> Option<crate::engine::solve::Rational> {
+        match &self.answers {
+            Answers::Values(v, _) => Some(self.value(v, clk)),
+            Answers::Script(_) => None,
+        }
+    }
+
     /// What `clk` reads now, in the concrete engine.
     pub fn value(
         &self,

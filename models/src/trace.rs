@@ -74,6 +74,10 @@ pub fn action_text(a: &Action) -> String {
         Action::Writer { writer } => format!("w{} steps", writer + 1),
         Action::ResourceRestart => "FAULT resource restart".to_string(),
         Action::Duplicate { client } => format!("FAULT duplicate write of c{}", client + 1),
+        Action::Reconcile => "reconciler runs".to_string(),
+        Action::PauseReconciler => "FAULT pause reconciler".to_string(),
+        Action::ResumeReconciler => "reconciler resumes".to_string(),
+        Action::DetectionLate => "detection bound passes".to_string(),
     }
 }
 
@@ -197,6 +201,7 @@ pub fn build_answered(
     engine: &str,
     seed: Option<u64>,
 ) -> Result<Trace, ReplayError> {
+    let speak = |text: &str| locklab_traces::vocab::speak(m.proto.name(), text);
     let mut s: CState = m.cinit();
     let mut clocks = Clocks::new(&s.world);
     let initial = view(m, &s, &clocks);
@@ -207,15 +212,17 @@ pub fn build_answered(
     for (i, (a, at)) in path.iter().enumerate() {
         let index = i + 1;
         let msg = match a {
-            Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => {
-                Some(message(
+            Action::Deliver { msg } | Action::Drop { msg } | Action::Delay { msg } => Some({
+                let mut v = message(
                     &CState {
                         now: *at,
                         ..s.clone()
                     },
                     msg,
-                ))
-            }
+                );
+                v.text = speak(&v.text);
+                v
+            }),
             _ => None,
         };
         let actor = m.actor(&s.world, a);
@@ -240,7 +247,11 @@ pub fn build_answered(
         {
             used.push(k);
         }
-        let events = log.take();
+        // The protocol's own words (the queue's partitions and generations).
+        let mut events = log.take();
+        for e in events.iter_mut() {
+            e.text = speak(&e.text);
+        }
         let violations: Vec<String> = m
             .properties
             .iter()
@@ -287,7 +298,7 @@ pub fn build_answered(
         invariant: inv.name().into(),
         invariant_meaning: inv.meaning().into(),
         violation_step: vstep,
-        violation: inv.explain(m, &s.world),
+        violation: speak(&inv.explain(m, &s.world)),
         faults_used: used.iter().map(|k| k.name().to_string()).collect(),
         initial,
         steps,

@@ -440,6 +440,8 @@ pub enum WaitKind {
     Step,
     /// Watchdog: the next renewal, `--renew-every` after the last.
     Renewal,
+    /// Reconciler: the next run, `--reconcile` after the last.
+    Reconcile,
 }
 
 /// A pending step of a thread.
@@ -577,8 +579,30 @@ pub struct Resource {
     pub max_token: Option<u16>,
     /// Unfenced writers (no lock, no token), by index.
     pub writers: [Writer; crate::params::MAX_UNFENCED_WRITERS as usize],
+    /// The reconciler (`--reconcile`), if there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recon: Option<Recon>,
 }
 
+/// The reconciler of §7.5 (对账): a periodic job that compares the
+/// resource with the business ledger (the writes accepted, the units sold,
+/// the operations applied) and flags the damage it finds. It prevents
+/// nothing; `detected_within` judges how soon it notices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Recon {
+    /// Its next run that matters: armed by the damage (`None` before it,
+    /// and once it has flagged it: its job is done).
+    pub wait: Option<Wait>,
+    /// `Some(c)`: the reconciler's process is frozen, since `c` was reset.
+    pub paused: Option<Clk>,
+    /// The time since the resource was first damaged, while nobody has
+    /// flagged it yet.
+    pub damage: Option<Clk>,
+    /// The damage has been flagged.
+    pub flagged: bool,
+    /// The damage went unflagged past the detection bound (`detected_within`).
+    pub missed: bool,
+}
 /// Where an unfenced writer (a batch job, an old client version) is: it
 /// reads, then writes, bypassing the lock and the fence.
 #[derive(
@@ -917,6 +941,19 @@ impl World {
                 f(&mut m.clk, ClockRole::Message);
             }
         }
+        // The reconciler's clocks come last: at the start its timer is the
+        // clock after the clients' start clocks.
+        if let Some(r) = &mut self.resource.recon {
+            if let Some(p) = &mut r.paused {
+                f(p, ClockRole::Pause);
+            }
+            if let Some(w) = &mut r.wait {
+                f(&mut w.clk, ClockRole::Wait(w.kind));
+            }
+            if let Some(d) = &mut r.damage {
+                f(d, ClockRole::Damage);
+            }
+        }
     }
 
     /// Index of the Redis server clients send commands to (the primary).
@@ -985,6 +1022,8 @@ pub enum ClockRole {
     Wait(WaitKind),
     /// Redlock's T1.
     T1,
+    /// The time since the resource was damaged, not yet flagged.
+    Damage,
     /// A message in flight.
     Message,
 }

@@ -512,3 +512,238 @@ fn a_paused_consumer_writes_as_a_zombie_after_a_rebalance_and_an_epoch_fence_sto
         .collect();
     assert!(check(&m, &all).violations.is_empty());
 }
+
+// §7.5 对账: reconciliation after the fact.
+
+/// From the end of `path`, on to the state where the reconciler flags the
+/// damage as late as it may: the bound's observer is taken at the bound
+/// (the damage is then exactly as old as the bound allows), and the
+/// reconciler's run only when nothing else but a fault is offered. The
+/// whole path, or `None` if it does not get there within 200 steps.
+fn on_to_the_flag(
+    m: &LockModel,
+    path: &[locklab_models::search::PathStep],
+) -> Option<Vec<locklab_models::search::PathStep>> {
+    let mut s = m.zinit();
+    for (a, ans) in path {
+        s = m.follow(&s, a, ans).expect("the path can be followed");
+    }
+    let mut p = path.to_vec();
+    let mut out = Vec::new();
+    let mut at_bound = false;
+    for _ in 0..200 {
+        if s.world.resource.recon.is_some_and(|r| r.flagged) {
+            return Some(p);
+        }
+        m.successors(&s, &mut out);
+        let observer = |x: &locklab_models::engine::zone::Succ| {
+            x.action == Action::DetectionLate && x.answers == [true]
+        };
+        let other = |x: &locklab_models::engine::zone::Succ| {
+            locklab_models::faults::kind_of(&x.action).is_none()
+                && !matches!(x.action, Action::DetectionLate | Action::Reconcile)
+        };
+        let next = if at_bound {
+            out.iter().position(|x| x.action == Action::Reconcile)
+        } else {
+            out.iter().position(observer)
+        }
+        .or_else(|| out.iter().position(other))
+        .or_else(|| out.iter().position(|x| x.action == Action::Reconcile))?;
+        let x = out.swap_remove(next);
+        at_bound |= observer(&x);
+        p.push((x.action, x.answers));
+        s = x.next;
+    }
+    None
+}
+
+/// Where a trace's reconciler flags the damage: (damage step, flag step,
+/// the exact time between them by the trace's own clock, the flag's text).
+fn time_to_detection(
+    t: &locklab_traces::Trace,
+) -> (
+    usize,
+    usize,
+    locklab_models::engine::solve::Rational,
+    String,
+) {
+    let flag = t
+        .steps
+        .iter()
+        .find(|s| {
+            s.events
+                .iter()
+                .any(|e| e.at == "reconciler" && e.text.starts_with("reconciliation flags"))
+        })
+        .expect("the reconciler flags the damage");
+    let damage = &t.steps[t.violation_step - 1];
+    let at = |s: &locklab_traces::Step| locklab_models::trace::parse_time(&s.at_us).unwrap();
+    let text = flag
+        .events
+        .iter()
+        .find(|e| e.at == "reconciler")
+        .unwrap()
+        .text
+        .clone();
+    (damage.index, flag.index, at(flag) - at(damage), text)
+}
+
+#[test]
+fn reconciliation_flags_the_damage_within_one_period_but_prevents_nothing() {
+    use locklab_models::time::{MS, SEC};
+    // Fencing with no check at the resource, under a pause; no lock at
+    // all, with no fault: a read-modify-write loses an update either way.
+    let fenced = fencing(&[Pause], ResourceOp::Rmw, ResourceCheck::None, false, |p| {
+        p.reconcile = Some(10 * SEC)
+    });
+    let unlocked = model_with("no-lock", &[], |p| p.reconcile = Some(10 * SEC));
+    for m in [&fenced, &unlocked] {
+        let bound = m.params.detection_bound().unwrap();
+        assert_eq!(bound, 10 * SEC + MS, "one period and one step");
+        // The damage is done all the same ...
+        let r = check(m, &[NoLostUpdate]);
+        let path = r.violations.get(&NoLostUpdate).expect("an update is lost");
+        // ... and flagged: the trace goes on to the reconciler's run, which
+        // says how long after the damaging write, in the trace's exact time.
+        let full = on_to_the_flag(m, path).expect("the reconciler flags it");
+        let t = locklab_models::trace::build(m, &full, NoLostUpdate, "check", None)
+            .expect("the trace replays");
+        assert_eq!(t.violation_step, path.len());
+        let (damage, flag, dt, text) = time_to_detection(&t);
+        assert!(damage < flag, "{damage} {flag}");
+        // Run as late as it may, it flags the damage exactly at the bound.
+        assert_eq!(
+            dt,
+            locklab_models::engine::solve::Rational::integer(bound),
+            "{dt}"
+        );
+        let said = format!(
+            "{} after the damaging write",
+            locklab_models::units::show_rational(dt)
+        );
+        assert!(
+            text.contains("a lost update") && text.contains(&said),
+            "{text} / {said}"
+        );
+    }
+    // Whatever the schedule, an undisturbed reconciler flags the damage
+    // within the bound (exhaustively, where the search finishes).
+    holds_with_writes(&unlocked, DetectedWithin, 2);
+}
+
+#[test]
+fn without_a_lock_a_paused_reconciler_is_late() {
+    use locklab_models::time::SEC;
+    // No lock: the damage needs no fault; the one pause goes to the reconciler.
+    let m = model_with("no-lock", &[Pause], |p| p.reconcile = Some(10 * SEC));
+    let t = trace_of(&m, DetectedWithin);
+    assert!(
+        t.steps
+            .iter()
+            .any(|s| s.events.iter().any(|e| e.at == "reconciler"
+                && e.kind == EventKind::Fault
+                && e.text.starts_with("PAUSED")))
+    );
+    let last = t.steps.last().unwrap();
+    assert!(
+        last.events
+            .iter()
+            .any(|e| e.text.contains("detection is late")),
+        "{:?}",
+        last.events
+    );
+    // A pause no longer than the slack leaves it in time: with --pause-max
+    // 1s and a bound of a period + a step + the pause + a step, it holds.
+    let m = model_with("no-lock", &[Pause], |p| {
+        p.reconcile = Some(10 * SEC);
+        p.pause_max = Some(SEC);
+        p.detect_within = Some(10 * SEC + SEC + 2 * p.step);
+    });
+    holds_with_writes(&m, DetectedWithin, 2);
+}
+
+#[test]
+fn a_detection_bound_shorter_than_the_period_breaks_and_a_fault_free_run_flags_nothing() {
+    use locklab_models::time::SEC;
+    // Fault-free, no lock, read-modify-write: an update is lost; a
+    // reconciler every 10 s cannot promise to flag it within 5 s.
+    let m = model_with("no-lock", &[], |p| {
+        p.reconcile = Some(10 * SEC);
+        p.detect_within = Some(5 * SEC);
+    });
+    let t = trace_of(&m, DetectedWithin);
+    assert!(t.violation.contains("a lost update"), "{}", t.violation);
+    assert!(
+        t.steps
+            .last()
+            .unwrap()
+            .events
+            .iter()
+            .any(|e| e.text.contains("detection is late")),
+        "{:?}",
+        t.steps.last()
+    );
+    // Where nothing is damaged, nothing is flagged.
+    for m in [
+        model_with("no-lock", &[], |p| {
+            p.resource_op = ResourceOp::InPlace;
+            p.reconcile = Some(SEC);
+        }),
+        fencing(&[], ResourceOp::Rmw, ResourceCheck::None, false, |p| {
+            p.reconcile = Some(SEC)
+        }),
+    ] {
+        // A bound of 0 breaks as soon as any damage is left unflagged for
+        // any time at all: it holds, so nothing is ever damaged, and the
+        // reconciler, which only runs on damage, flags nothing.
+        let mut strict = m.params.clone();
+        strict.detect_within = Some(0);
+        let strict = LockModel::new(m.proto, strict).unwrap();
+        holds_with_writes(&strict, DetectedWithin, 2);
+        let r = check(&m, &[DetectedWithin, NoLostUpdate]);
+        assert!(r.violations.is_empty() && r.exhaustive());
+    }
+}
+
+#[test]
+fn the_queues_traces_speak_of_partitions_consumers_and_generations() {
+    // §9.3: the queue is modelled by the fencing rules, but its trace says
+    // what happens in a consumer group.
+    let m = model_with("queue", &[Pause], |p| p.max_faults = Some(1));
+    let t = trace_of(&m, MutualExclusion);
+    let mut texts: Vec<String> = vec![t.violation.clone()];
+    for s in &t.steps {
+        texts.extend(s.events.iter().map(|e| e.text.clone()));
+        texts.extend(s.message.iter().map(|m| m.text.clone()));
+    }
+    texts.extend(
+        locklab_traces::narrate::story(&t)
+            .into_iter()
+            .map(|s| s.text),
+    );
+    texts.push(locklab_traces::mermaid::diagram(&t));
+    let all = texts.join("\n");
+    for lock_word in ["LOCK", "session", "token", "the lock", "holds the lock"] {
+        assert!(!all.contains(lock_word), "{lock_word:?} in:\n{all}");
+    }
+    for word in [
+        "ASSIGN partition",
+        "is assigned the partition",
+        "generation",
+        "evicted from the group",
+        "own the partition",
+    ] {
+        assert!(all.contains(word), "{word:?} missing from:\n{all}");
+    }
+    // The fencing protocol keeps the lock's words.
+    let f = trace_of(
+        &model_with("fencing", &[Pause], |p| p.max_faults = Some(1)),
+        MutualExclusion,
+    );
+    assert!(
+        f.steps
+            .iter()
+            .any(|s| s.events.iter().any(|e| e.text.contains("LOCK")))
+    );
+}

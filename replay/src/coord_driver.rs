@@ -1460,6 +1460,13 @@ impl Driver<'_> {
                     }
                 }
             }
+            Invariant::DetectedWithin => {
+                lines.push(
+                    "the reconciler is the driver's (the model's): it flagged the damage too late"
+                        .into(),
+                );
+                false
+            }
             Invariant::NoDuplicateEffect => {
                 lines.push(
                     "the resource is the driver's (the model's): a write delivered twice took effect twice"

@@ -902,7 +902,13 @@ impl Driver<'_> {
                 "the driver stops running {}'s business thread",
                 client(c)
             )),
-            Action::Writer { .. } | Action::ResourceRestart | Action::Duplicate { .. } => did.push(
+            Action::Writer { .. }
+            | Action::ResourceRestart
+            | Action::Duplicate { .. }
+            | Action::Reconcile
+            | Action::PauseReconciler
+            | Action::ResumeReconciler
+            | Action::DetectionLate => did.push(
                 "nothing to do on Redis: the resource and its unfenced writers are the driver's (the model's)"
                     .into(),
             ),
@@ -1457,6 +1463,13 @@ impl Driver<'_> {
                     ));
                 }
                 all
+            }
+            Invariant::DetectedWithin => {
+                lines.push(
+                    "the reconciler is the driver's (the model's): it flagged the damage too late"
+                        .into(),
+                );
+                false
             }
             Invariant::NoDuplicateEffect => {
                 lines.push(

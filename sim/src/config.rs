@@ -9,7 +9,7 @@
 
 use locklab_models::faults::{FaultKind, UNLIMITED};
 use locklab_models::params::{MAX_DURATION, Network, PARAMS};
-use locklab_models::params::{ResourceCheck, TokenRule};
+use locklab_models::params::{ResourceCheck, ResourceOp, TokenRule, TokenStore};
 use locklab_models::protocols::{self, Protocol};
 use locklab_models::time::{MS, Micros, SEC};
 use locklab_models::units;
@@ -124,6 +124,38 @@ pub struct SimConfig {
     pub token_rule: Option<TokenRule>,
     /// etcd 3.4: no re-check of the own key after waiting.
     pub no_recheck: bool,
+    /// What the critical section does to the resource (default: rmw).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_op: Option<ResourceOp>,
+    /// Units in stock at the start (check-then-act, conditional; default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stock: Option<u8>,
+    /// Reads carry the token and are checked too.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub fence_reads: bool,
+    /// Where the resource keeps its highest token (default: durable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_store: Option<TokenStore>,
+    /// Writers that bypass the lock and the fence (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfenced_writers: Option<u8>,
+    /// Idempotent writes: the resource absorbs a write it already applied.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent: bool,
+    /// Resource restarts per second (a highest token kept in memory is
+    /// lost; needs `--token-store memory`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resource_restart_rate: f64,
+    /// Duplicate deliveries per second per client (a write that landed is
+    /// delivered again, while its client can still retry it).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub duplicate_rate: f64,
+    /// Reconciliation every this long (§7.5 对账; default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconcile: Option<Micros>,
+    /// The bound `detected_within` holds the reconciler to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detect_within: Option<Micros>,
     /// How the network orders messages (default: fifo, one TCP connection).
     pub network: Network,
     /// A run stops at this simulated time (a client starved by a lock that
@@ -177,6 +209,16 @@ impl SimConfig {
             resource_check: None,
             token_rule: None,
             no_recheck: false,
+            resource_op: None,
+            stock: None,
+            fence_reads: false,
+            token_store: None,
+            unfenced_writers: None,
+            idempotent: false,
+            resource_restart_rate: 0.0,
+            duplicate_rate: 0.0,
+            reconcile: None,
+            detect_within: None,
             network: Network::Fifo,
             horizon: 600 * SEC,
             scheduler: Scheduler::Random,
@@ -227,6 +269,8 @@ impl SimConfig {
             ("crash-rate", self.crash_rate),
             ("restart-rate", self.restart_rate),
             ("failover-rate", self.failover_rate),
+            ("resource-restart-rate", self.resource_restart_rate),
+            ("duplicate-rate", self.duplicate_rate),
         ] {
             if !v.is_finite() || v < 0.0 {
                 return Err(format!(
@@ -336,8 +380,33 @@ impl SimConfig {
         if let Some(c) = self.resource_check {
             p.resource_check = c;
         }
-        if let Some(r) = self.token_rule {
-            p.token_rule = r;
+        // The resource options mean what they mean to `check`.
+        p.fence_reads = self.fence_reads;
+        p.token_rule = self
+            .token_rule
+            .unwrap_or_else(|| p.resource_check.default_rule(p.fence_reads));
+        if let Some(o) = self.resource_op {
+            p.resource_op = o;
+        }
+        if let Some(n) = self.stock {
+            p.stock = n;
+        }
+        if let Some(s) = self.token_store {
+            p.token_store = s;
+        }
+        if let Some(n) = self.unfenced_writers {
+            p.unfenced_writers = n;
+        }
+        p.idempotent = self.idempotent;
+        p.reconcile = self.reconcile;
+        p.detect_within = self.detect_within;
+        for (k, rate) in [
+            (FaultKind::ResourceRestart, self.resource_restart_rate),
+            (FaultKind::Duplicate, self.duplicate_rate),
+        ] {
+            if rate > 0.0 {
+                p.faults.set(k, UNLIMITED);
+            }
         }
         p.no_recheck = self.no_recheck;
         p.network = self.network;
@@ -396,6 +465,14 @@ pub struct Opt {
     pub kind: Kind,
     get: fn(&SimConfig) -> String,
     set: fn(&mut SimConfig, &str) -> Result<(), String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn num<T: std::str::FromStr>(name: &str, v: &str, what: &str) -> Result<T, String> {
@@ -573,11 +650,8 @@ pub static OPTIONS: &[Opt] = &[
                 .to_string()
         },
         set: |c, v| {
-            let found = ResourceCheck::ALL.into_iter().find(|r| r.name() == v);
-            c.resource_check = Some(found.ok_or_else(|| {
-                let names: Vec<&str> = ResourceCheck::ALL.iter().map(|r| r.name()).collect();
-                format!("--resource-check {v:?}: expected {}", names.join(", "))
-            })?);
+            c.resource_check =
+                Some(ResourceCheck::parse(v).map_err(|e| format!("--resource-check {e}"))?);
             Ok(())
         },
     },
@@ -586,19 +660,64 @@ pub static OPTIONS: &[Opt] = &[
         kind: Kind::Choice,
         get: |c| {
             c.token_rule
-                .map(|r| match r {
-                    TokenRule::Ge => "ge",
-                    TokenRule::Gt => "gt",
-                })
+                .map(|r| r.name())
                 .unwrap_or_default()
                 .to_string()
         },
         set: |c, v| {
-            c.token_rule = Some(match v {
-                "ge" => TokenRule::Ge,
-                "gt" => TokenRule::Gt,
-                _ => return Err(format!("--token-rule {v:?}: expected ge or gt")),
-            });
+            c.token_rule = Some(TokenRule::parse(v).map_err(|e| format!("--token-rule {e}"))?);
+            Ok(())
+        },
+    },
+    Opt {
+        name: "resource-op",
+        kind: Kind::Choice,
+        get: |c| {
+            c.resource_op
+                .map(|o| o.name())
+                .unwrap_or_default()
+                .to_string()
+        },
+        set: |c, v| {
+            c.resource_op = Some(ResourceOp::parse(v).map_err(|e| format!("--resource-op {e}"))?);
+            Ok(())
+        },
+    },
+    maybe!("stock", stock, COUNT),
+    flag!("fence-reads", fence_reads),
+    Opt {
+        name: "token-store",
+        kind: Kind::Choice,
+        get: |c| {
+            c.token_store
+                .map(|o| o.name())
+                .unwrap_or_default()
+                .to_string()
+        },
+        set: |c, v| {
+            c.token_store = Some(TokenStore::parse(v).map_err(|e| format!("--token-store {e}"))?);
+            Ok(())
+        },
+    },
+    maybe!("unfenced-writers", unfenced_writers, COUNT),
+    flag!("idempotent", idempotent),
+    real!("resource-restart-rate", resource_restart_rate),
+    real!("duplicate-rate", duplicate_rate),
+    Opt {
+        name: "reconcile",
+        kind: Kind::Duration,
+        get: |c| c.reconcile.map(units::arg).unwrap_or_default(),
+        set: |c, v| {
+            c.reconcile = Some(duration("reconcile", v)?);
+            Ok(())
+        },
+    },
+    Opt {
+        name: "detect-within",
+        kind: Kind::Duration,
+        get: |c| c.detect_within.map(units::arg).unwrap_or_default(),
+        set: |c, v| {
+            c.detect_within = Some(duration("detect-within", v)?);
             Ok(())
         },
     },

@@ -410,6 +410,14 @@ impl<'p> Runner<'p> {
                 self.next_fault(Action::Crash { client });
             }
         }
+        if p.m.params.faults.get(FaultKind::ResourceRestart) > 0 {
+            self.next_fault(Action::ResourceRestart);
+        }
+        if p.m.params.faults.get(FaultKind::Duplicate) > 0 {
+            for client in 0..clients {
+                self.next_fault(Action::Duplicate { client });
+            }
+        }
         if p.on(FaultKind::Restart) {
             for server in 0..servers {
                 self.next_fault(Action::Restart { server });
@@ -447,6 +455,8 @@ impl<'p> Runner<'p> {
             Action::Restart { .. } => c.restart_rate,
             Action::Failover { .. } => c.failover_rate,
             Action::ClockJump { .. } => c.jump_rate,
+            Action::ResourceRestart => c.resource_restart_rate,
+            Action::Duplicate { .. } => c.duplicate_rate,
             _ => 0.0,
         };
         let Some(gap) = self.rng.arrival(rate) else {
@@ -501,7 +511,9 @@ impl<'p> Runner<'p> {
                 Action::Replicate { .. }
                 | Action::ComeUp { .. }
                 | Action::SessionExpires { .. }
-                | Action::Writer { .. } => {
+                | Action::Writer { .. }
+                | Action::Reconcile
+                | Action::DetectionLate => {
                     let t = self.other_time(e);
                     self.cands.push((t, Cand::Step(e.action)));
                 }
@@ -542,6 +554,7 @@ impl<'p> Runner<'p> {
                         WaitKind::Reply => born + par.timeout + self.react(),
                         WaitKind::Step => born + self.react(),
                         WaitKind::Renewal => born + par.renew_every + self.react(),
+                        WaitKind::Reconcile => born + par.reconcile.unwrap_or(0) + self.react(),
                         WaitKind::Work => {
                             let d = self.rng.sample(&p.work);
                             if d > par.work_max && p.on(FaultKind::Slow) {
@@ -604,6 +617,16 @@ impl<'p> Runner<'p> {
                     Action::Writer { .. } => {
                         self.now + self.rng.exponential(self.plan.cfg.think as f64)
                     }
+                    // The reconciler's next run after the damage, at a
+                    // uniformly random phase of its period.
+                    Action::Reconcile => {
+                        let par = &self.plan.m.params;
+                        let hi = par.band(par.reconcile.unwrap_or(0)).1 + par.step;
+                        born + self.rng.between(0, hi)
+                    }
+                    // The observer of `detected_within` looks just past
+                    // the bound: if the damage is still unflagged, it is late.
+                    Action::DetectionLate => born + lo + 1,
                     _ => born + lo,
                 };
                 self.others.push(OtherPlan {

@@ -18,6 +18,7 @@ pub mod sequence;
 pub mod svg;
 pub mod text;
 pub mod time;
+pub mod vocab;
 
 pub use format::*;
 pub use render::Format;

@@ -212,7 +212,8 @@ pub fn diagram(t: &Trace) -> String {
     for id in &active {
         let _ = writeln!(out, "    deactivate {id}");
     }
-    out
+    // In the protocol's own words (a queue's partitions, not a lock).
+    crate::vocab::speak(&t.config.protocol, &out)
 }
 
 /// A Markdown page: the title, the story, and the diagram in a fenced

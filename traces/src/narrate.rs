@@ -623,7 +623,9 @@ pub fn story(t: &Trace) -> Vec<Sentence> {
         if parts.is_empty() && !violation {
             continue;
         }
-        let mut text = capitalized(t, &parts.join("; "));
+        // In the protocol's own words (a queue's partitions, not a lock);
+        // the violation is the trace's own, already in them.
+        let mut text = crate::vocab::speak(&t.config.protocol, &capitalized(t, &parts.join("; ")));
         if violation {
             if !text.is_empty() {
                 text.push_str(". ");

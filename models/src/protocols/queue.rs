@@ -13,6 +13,12 @@
 //! none`) the zombie's write lands; an epoch fence at the sink
 //! (`--resource-check read-write`, or `write` with `--resource-op
 //! in-place`) turns it away.
+//!
+//! Its traces speak of what it is, not of the lock it is modelled by: the
+//! coordinator *assigns the partition* (`ASSIGN partition`) with a
+//! *generation*, consumers *heartbeat*, a silent one is *evicted from the
+//! group* and the partition *rebalanced* (`locklab_traces::vocab`, applied
+//! to every event, message, violation, story and diagram of its traces).
 
 use super::{CONSENSUS_FAULTS, Fencing, Protocol, Renewal, Service};
 use crate::client::Ctx;
