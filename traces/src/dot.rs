@@ -74,7 +74,11 @@ pub fn graph(t: &Trace) -> DiGraph<Happening, Order> {
                         EventKind::Read | EventKind::Write | EventKind::Replicate
                     )
             });
-            if mine.is_empty() && !sends && !gets && !touched {
+            // A violation noticed by an actor without a lane (the
+            // reconciler) is drawn on the lane it speaks of.
+            let noticed =
+                k == t.violation_step && st.events.iter().any(|e| e.peer.as_deref() == Some(&p.id));
+            if mine.is_empty() && !sends && !gets && !touched && !noticed {
                 continue;
             }
             // Its own events, or what others did to it (a read of the
