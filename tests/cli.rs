@@ -1464,6 +1464,7 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
         "redlock-py",
         "node-redlock",
         "redlock-rb",
+        "redlock-rs",
         "redisson",
         "redisson@3.43",
     ] {
@@ -1506,7 +1507,7 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
     // Bad names and a knob for another protocol are refused, naming what is allowed.
     rejects(
         &["check", "redlock", "--client", "redlok"],
-        "possible values: page, redsync, redlock-py, node-redlock, redlock-rb, redisson, redisson@3.43",
+        "possible values: page, redsync, redlock-py, node-redlock, redlock-rb, redlock-rs, redisson, redisson@3.43",
     );
     rejects(
         &["check", "redlock", "--validity-check", "maybe"],

@@ -181,6 +181,8 @@ pub enum ClientPreset {
     RedlockPy,
     NodeRedlock,
     RedlockRb,
+    /// The Rust `redlock` crate (badboy/redlock-rs 2.0.0).
+    RedlockRs,
     /// Redisson (3.44 and later): `RLock` on a single Redis or a primary
     /// with replicas, `RedissonRedLock` on Redlock instances.
     Redisson,
@@ -195,6 +197,7 @@ names!(ClientPreset {
     RedlockPy => "redlock-py",
     NodeRedlock => "node-redlock",
     RedlockRb => "redlock-rb",
+    RedlockRs => "redlock-rs",
     Redisson => "redisson",
     Redisson343 => "redisson@3.43",
 });
@@ -237,6 +240,7 @@ impl ClientPreset {
             ClientPreset::RedlockPy => "SPSCommerce/redlock-py 1.0.8",
             ClientPreset::NodeRedlock => "mike-marcacci/node-redlock v5",
             ClientPreset::RedlockRb => "leandromoreira/redlock-rb (the `redlock` gem)",
+            ClientPreset::RedlockRs => "badboy/redlock-rs 2.0.0 (the Rust `redlock` crate)",
             ClientPreset::Redisson => "redisson/redisson 3.44+ (RLock; RedissonRedLock on redlock)",
             ClientPreset::Redisson343 => "redisson/redisson up to 3.43 (RLock)",
         }
@@ -316,6 +320,21 @@ impl ClientPreset {
                 Requests::Sequential,
                 Decide::AllReplies,
                 true,
+                Monotonic,
+            ),
+            // `RedLock::lock`: one value before the retry loop; one server
+            // after another; the unlocks after a failed try in the same
+            // loop. Its validity `ttl - drift - elapsed` is a `usize`: past
+            // the TTL it wraps (release build) and the check `> 0` passes,
+            // so only an exact zero is refused: the check is as good as
+            // off. `Instant`: monotonic.
+            ClientPreset::RedlockRs => b(
+                LockValue::PerCall,
+                UnlockOnFailure::Await,
+                Release::Await,
+                Requests::Sequential,
+                Decide::AllReplies,
+                false,
                 Monotonic,
             ),
             // `RedissonMultiLock.tryLock`: one instance after another, the

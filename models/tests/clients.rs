@@ -245,3 +245,30 @@ fn a_preset_is_refused_for_a_protocol_it_is_no_client_of() {
     let text = err.to_string();
     assert!(text.contains("redisson, redisson@3.43"), "{text}");
 }
+
+#[test]
+fn the_rust_crate_s_unsigned_validity_wraps_and_lets_a_late_quorum_in() {
+    // redlock-rs computes `ttl - drift - elapsed` in `usize`: once the
+    // elapsed time passes the TTL it wraps to a huge validity and the
+    // lock is granted. Its requests have no timeout (`--timeout 60s`
+    // stands in for none); a delayed OK comes back after the key expired.
+    let scenario = |validity_check: bool| {
+        one_instance(ClientPreset::RedlockRs, &[Delay], |p| {
+            p.timeout = 60 * locklab_models::time::SEC;
+            p.validity_check = validity_check;
+        })
+    };
+    let m = scenario(false);
+    assert_eq!(m.params.requests, Requests::Sequential);
+    let r = check(&m, &[NoLostUpdate]);
+    let path = r.violations.get(&NoLostUpdate).expect("an update is lost");
+    assert!(
+        !path
+            .iter()
+            .any(|(a, _)| matches!(a, Action::ClockJump { .. })),
+        "no clock fault is needed"
+    );
+    // Signed arithmetic (the check as every other checking client has it)
+    // refuses the late quorum.
+    holds(&scenario(true), NoLostUpdate);
+}

@@ -11,6 +11,7 @@ use locklab_replay::etcd::{Etcd, b64};
 use locklab_replay::timemap::{System, TimeMap};
 use locklab_replay::zk::{self, ZkConn};
 use serde_json::json;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,7 +33,10 @@ fn have(test: &str, ok: bool, pkg: &str) -> bool {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{test}: {pkg} is not installed: CI must run it (apt-get install {pkg})");
     }
-    eprintln!("SKIPPED: {test}: {pkg} is not installed (apt-get install {pkg})");
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {test}: {pkg} is not installed (apt-get install {pkg})"
+    );
     false
 }
 
