@@ -59,6 +59,11 @@ pub enum Command {
     /// Generate the counterexample gallery: a page per protocol with each broken invariant's
     /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
     Docs(crate::docs::DocsArgs),
+    /// The workshop (docs/workshop/): list the exercises, or run exercise N: its situation and
+    /// prediction prompt, then, after Enter (or with --reveal), its commands, each verdict against
+    /// the expected one and the shortest counterexample as lanes. Run from the checkout root.
+    /// Exit codes: 0 every command gave what its exercise file expects, 1 one did not, 2 bad input
+    Workshop(crate::workshop::WorkshopArgs),
     /// Print a shell completion script: `locklab completions bash > /etc/bash_completion.d/locklab`
     Completions {
         /// The shell to complete in
@@ -297,6 +302,7 @@ pub fn run() -> i32 {
         Command::Simulate(a) => crate::sim_cmd::run(a),
         Command::Merge(a) => crate::sim_cmd::merge(a),
         Command::Docs(d) => crate::docs::run(d),
+        Command::Workshop(w) => crate::workshop::run(w),
         Command::Completions { shell } => completions(*shell),
         Command::Man => man(),
         Command::Schema(a) => schema(a),
