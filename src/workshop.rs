@@ -108,16 +108,18 @@ fn parse_file(path: &Path) -> Result<Vec<Line>, Failure> {
         .map_err(|e| Failure::input(format!("{}: cannot read it: {e}", path.display())))?;
     let mut lines = Vec::new();
     let mut about = Vec::new();
+    // The comments before the first blank line are the file's own heading.
+    let mut heading = true;
     for (i, l) in text.lines().enumerate() {
         let l = l.trim();
+        heading &= !l.is_empty();
         if let Some(c) = l.strip_prefix('#') {
-            let c = c.trim();
-            // The file's own heading and the pointer to the format.
-            if i > 0 && !c.starts_with("Format:") {
-                about.push(c.to_string());
+            if !heading {
+                about.push(c.trim().to_string());
             }
             continue;
         }
+        heading = false;
         if l.is_empty() {
             continue;
         }
@@ -232,7 +234,7 @@ struct Outcome {
     got: Expect,
     /// What the command printed (a check: its report, lanes for the broken invariant).
     shown: String,
-    /// For `trace against`: its verdict line.
+    /// For `trace against`: its verdict line; for `simulate`: its rates.
     verdict_line: Option<String>,
     /// A report, for a check.
     report: Option<CheckReport>,
@@ -241,7 +243,12 @@ struct Outcome {
 /// Runs a `check` line in-process: the search and the report `locklab
 /// check` would print, as lanes (`--format text`). No fault analysis: it
 /// does not change a verdict.
-fn run_check(args: &[String], invariant: &str, color: bool) -> Result<Outcome, Failure> {
+fn run_check(
+    args: &[String],
+    invariant: &str,
+    color: bool,
+    threads: Option<usize>,
+) -> Result<Outcome, Failure> {
     let cli = crate::cli::Cli::try_parse_from(
         std::iter::once("locklab".to_string()).chain(args.iter().cloned()),
     )
@@ -253,11 +260,14 @@ fn run_check(args: &[String], invariant: &str, color: bool) -> Result<Outcome, F
             e.lines().next().unwrap_or_default()
         ))
     })?;
-    let crate::cli::Command::Check(a) = cli.command else {
+    let crate::cli::Command::Check(mut a) = cli.command else {
         return Err(Failure::input(
             "a verdict is expected of `locklab check` only",
         ));
     };
+    if threads.is_some() {
+        a.threads = threads;
+    }
     let m = a.model.build()?;
     let invariants = crate::check::selected(&a, &m)?;
     let report = crate::check::report(
@@ -299,10 +309,13 @@ fn run_other(args: &[String], color: bool) -> Result<Outcome, Failure> {
     if !stderr.trim().is_empty() {
         shown.push_str(&stderr);
     }
-    let verdict_line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("verdict: "))
-        .map(str::to_string);
+    let verdict_line = match args.first().map(String::as_str) {
+        Some("simulate") => Some(simulate_rates(&stdout).join("; ")).filter(|s| !s.is_empty()),
+        _ => stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("verdict: "))
+            .map(str::to_string),
+    };
     Ok(Outcome {
         got: Expect::Exit(out.status.code().unwrap_or(-1)),
         shown,
@@ -311,9 +324,10 @@ fn run_other(args: &[String], color: bool) -> Result<Outcome, Failure> {
     })
 }
 
-fn run_line(line: &Line, color: bool) -> Result<Outcome, Failure> {
+/// Runs one line; `threads` overrides a check's worker threads.
+fn run_line(line: &Line, color: bool, threads: Option<usize>) -> Result<Outcome, Failure> {
     match &line.expect {
-        Expect::Verdict { invariant, .. } => run_check(&line.args, invariant, color),
+        Expect::Verdict { invariant, .. } => run_check(&line.args, invariant, color, threads),
         Expect::Exit(_) => run_other(&line.args, color),
     }
 }
@@ -325,19 +339,45 @@ fn expect_text(e: &Expect) -> String {
     }
 }
 
-/// What an exit code of this command means, for the solutions page.
-fn exit_meaning(args: &[String], code: i32) -> &'static str {
-    let against =
-        args.first().is_some_and(|a| a == "trace") && args.get(1).is_some_and(|a| a == "against");
-    match (against, code) {
-        (true, 0) => "the fix blocks it",
-        (true, 1) => "it breaks too",
-        (true, 3) => "inconclusive: the schedules part",
-        (false, 0) => "no violation",
-        (false, 1) => "a violation found",
-        (_, 2) => "bad input",
-        _ => "no verdict",
+/// What an exit code of this command means, for the solutions page, when
+/// the command has codes of its own.
+fn exit_meaning(args: &[String], code: i32) -> Option<&'static str> {
+    let words: Vec<&str> = args.iter().take(2).map(String::as_str).collect();
+    match (&words[..], code) {
+        (["trace", "against"], 0) => Some("the fix blocks it"),
+        (["trace", "against"], 1) => Some("it breaks too"),
+        (["trace", "against"], 3) => Some("inconclusive: the schedules part"),
+        (["simulate", ..], 0) => Some("no violation in any run"),
+        (["simulate", ..], 1) => Some("a violation in some run"),
+        _ => None,
     }
+}
+
+/// The rate table of `simulate`'s output, one phrase per invariant:
+/// `mutual_exclusion` 2 in 79,982 acquisitions (2.5e-5; 95%: 6.9e-6 .. 9.1e-5).
+/// The same seeds print the same numbers on every machine.
+fn simulate_rates(stdout: &str) -> Vec<String> {
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for l in stdout.lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.first() == Some(&"invariant") && w.contains(&"violations") {
+            inside = true;
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if w.is_empty() {
+            break;
+        }
+        if let [name, _, v, n, rate, lo, "..", hi, ..] = w[..] {
+            rows.push(format!(
+                "`{name}` {v} in {n} acquisitions ({rate}; 95%: {lo} .. {hi})"
+            ));
+        }
+    }
+    rows
 }
 
 struct Paint {
@@ -452,7 +492,7 @@ fn run_one(e: &Exercise, reveal: bool) -> Result<i32, Failure> {
             p.reset
         );
         out!("{out}")?;
-        let (shown, got) = match run_line(line, color) {
+        let (shown, got) = match run_line(line, color, None) {
             Ok(o) => (o.shown, expect_text(&o.got)),
             Err(f) => (
                 format!("error: {}\n", f.message),
@@ -499,7 +539,10 @@ fn solutions(exercises: &[Exercise]) -> Result<i32, Failure> {
          from the exercise files ([exercises/](exercises/)): every verdict below \
          was computed by running its command when the page was generated, and \
          `tests/workshop.rs` generates the page again and fails when it differs. \
-         Do not edit it by hand. The questions are on the [sheet](exercises.md)."
+         Do not edit it by hand. The questions are on the [sheet](exercises.md). \
+         The checks ran on one thread (`--threads 1`), so the state counts are \
+         the same on every machine; with more threads an exhaustive search may \
+         report a slightly different count, never another verdict."
     );
     let mut mismatches = Vec::new();
     for e in exercises {
@@ -510,7 +553,7 @@ fn solutions(exercises: &[Exercise]) -> Result<i32, Failure> {
         let _ = writeln!(out, "|---|---|---|");
         for line in &e.lines {
             let cmd = format!("`locklab {}`", line.args.join(" "));
-            let outcome = run_line(line, false)?;
+            let outcome = run_line(line, false, Some(1))?;
             let verdict = match (&outcome.got, &outcome.report) {
                 (Expect::Verdict { status, invariant }, Some(r)) => {
                     let v = r.verdicts.iter().find(|v| &v.invariant == invariant);
@@ -521,7 +564,10 @@ fn solutions(exercises: &[Exercise]) -> Result<i32, Failure> {
                     }
                 }
                 (Expect::Exit(code), _) => {
-                    let mut s = format!("exit {code} ({})", exit_meaning(&line.args, *code));
+                    let mut s = format!("exit {code}");
+                    if let Some(m) = exit_meaning(&line.args, *code) {
+                        let _ = write!(s, " ({m})");
+                    }
                     if let Some(v) = &outcome.verdict_line {
                         let _ = write!(s, ": {v}");
                     }

@@ -462,3 +462,34 @@ fn workshop_4_waits_for_enter_then_runs_every_command() {
     // Enter on standard input, written at once, works the same.
     shows_exercise_4(&workshop(&["4"], "\n"));
 }
+
+#[test]
+fn committed_solutions_are_what_the_checks_give_now() {
+    let committed = "docs/workshop/solutions.md";
+    let out = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["workshop", "--solutions"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs locklab");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "every command gives what its exercise file expects: {}",
+        common::stderr(&out)
+    );
+    let fresh = common::stdout(&out);
+    let have = std::fs::read_to_string(committed).unwrap_or_default();
+    if have != fresh {
+        let first = have
+            .lines()
+            .zip(fresh.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| have.lines().count().min(fresh.lines().count()));
+        panic!(
+            "{committed} is stale: regenerate it with `cargo run --release -- workshop --solutions > {committed}` and commit the result\n  first difference at line {}:\n  committed: {:?}\n  now:       {:?}",
+            first + 1,
+            have.lines().nth(first).unwrap_or(""),
+            fresh.lines().nth(first).unwrap_or("")
+        );
+    }
+}
