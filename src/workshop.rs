@@ -287,10 +287,40 @@ fn run_check(
             status,
             invariant: invariant.to_string(),
         },
-        shown: crate::report::render(&report, Some(Format::Text), color),
+        shown: crate::report::render(&report, Some(shown_as(args, &a)), color),
         verdict_line: None,
         report: Some(report),
     })
+}
+
+/// How a check's counterexamples are shown: as the line asks when it asks
+/// for a terminal format (`--format table|text|story`), as lanes otherwise.
+fn shown_as(args: &[String], a: &crate::check::CheckArgs) -> Format {
+    let f = a.format.format();
+    let asked = args
+        .iter()
+        .any(|w| w == "--format" || w.starts_with("--format="));
+    if asked && matches!(f, Format::Table | Format::Text | Format::Story) {
+        f
+    } else {
+        Format::Text
+    }
+}
+
+/// The format of a line that prints a document rather than text for the
+/// terminal (`trace render FILE --format html`), if it does.
+fn document_format(args: &[String]) -> Option<&str> {
+    let value = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| match w.strip_prefix("--format") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })?;
+    ["html", "svg", "svg-embed", "json", "itf", "dot"]
+        .contains(&value)
+        .then_some(value)
 }
 
 /// Runs any other line with this very binary, its output captured.
@@ -304,7 +334,13 @@ fn run_other(args: &[String], color: bool) -> Result<Outcome, Failure> {
         .output()
         .map_err(|e| Failure::input(format!("cannot run locklab {}: {e}", args.join(" "))))?;
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let mut shown = stdout.clone();
+    let mut shown = match document_format(args) {
+        Some(f) => format!(
+            "({} bytes of {f} on standard output: redirect it into a file to open it, e.g. > t.{f})\n",
+            out.stdout.len()
+        ),
+        None => stdout.clone(),
+    };
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !stderr.trim().is_empty() {
         shown.push_str(&stderr);
