@@ -10,7 +10,10 @@
 //! test notices.
 
 use crate::util::Failure;
-use locklab_models::params::{ResourceCheck, ResourceOp, TokenStore};
+use locklab_models::params::{
+    CrashKind, Handoff, ResourceCheck, ResourceOp, TokenSource, TokenStore,
+};
+use locklab_models::presets::ClientPreset;
 use locklab_models::search::SearchOptions;
 use locklab_models::time::{MS, Micros, SEC};
 use locklab_models::{Budgets, FaultKind, Invariant, LockModel, Params, protocols};
@@ -190,6 +193,32 @@ const CLAIMS: &[Claim] = &[
         cap: None,
     },
     Claim {
+        id: "handoff-async",
+        section: "§4.4",
+        quote: "持锁线程返回后锁被释放，异步任务还在裸奔",
+        gloss: "a write handed to an async task runs after the release, outside the lock",
+        says: Says::Breaks,
+        protocol: "lua-release",
+        faults: &[],
+        invariant: NoLostUpdate,
+        knobs: |p| p.handoff = Handoff::Async,
+        flags: "--handoff async",
+        cap: None,
+    },
+    Claim {
+        id: "handoff-transfer",
+        section: "§4.4",
+        quote: "显式地把锁的生命周期管理权（含凭证）移交给接手方",
+        gloss: "hand the task the lock and its credential: it writes, then releases",
+        says: Says::Safe,
+        protocol: "lua-release",
+        faults: &[],
+        invariant: NoLostUpdate,
+        knobs: |p| p.handoff = Handoff::Transfer,
+        flags: "--handoff transfer",
+        cap: None,
+    },
+    Claim {
         id: "watchdog-slow",
         section: "§5.2",
         quote: "看门狗解决的是\u{201c}正常慢\u{201d}",
@@ -213,6 +242,49 @@ const CLAIMS: &[Claim] = &[
         invariant: MutualExclusion,
         knobs: none,
         flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "watchdog-lost-renewal",
+        section: "§5.1",
+        quote: "\u{201c}三分之一周期\u{201d}的设计给了连续两次续期失败的重试余地：即使一次续期因网络抖动丢失，下一次续期仍在锁过期之前到达",
+        gloss: "renewing every third of the TTL survives one lost renewal (Redisson 3.44 and later)",
+        says: Says::Safe,
+        protocol: "watchdog",
+        faults: &[Loss, Slow],
+        invariant: MutualExclusion,
+        knobs: |p| ClientPreset::Redisson.apply(p, "watchdog"),
+        flags: "--client redisson",
+        cap: None,
+    },
+    Claim {
+        id: "watchdog-lost-renewal-3-43",
+        section: "§5.1",
+        quote: "\u{201c}三分之一周期\u{201d}的设计给了连续两次续期失败的重试余地",
+        gloss: "the same with Redisson up to 3.43, whose watchdog stops for good after one failed renewal",
+        says: Says::Safe,
+        protocol: "watchdog",
+        faults: &[Loss, Slow],
+        invariant: MutualExclusion,
+        knobs: |p| ClientPreset::Redisson343.apply(p, "watchdog"),
+        flags: "--client redisson@3.43",
+        cap: None,
+    },
+    Claim {
+        id: "reentrant-thread-value",
+        section: "§4.4",
+        quote: "字段名是\u{201c}客户端标识加线程标识\u{201d}，字段值是重入计数",
+        gloss: "the reentrant hash names a thread, not an acquisition: a delayed unlock from the thread's first acquisition counts down and deletes its second",
+        says: Says::Silent,
+        protocol: "watchdog",
+        faults: &[Delay],
+        invariant: Ownership,
+        knobs: |p| {
+            ClientPreset::Redisson.apply(p, "watchdog");
+            p.clients = 1;
+            p.acquisitions = 2;
+        },
+        flags: "--client redisson --clients 1 --acquisitions 2",
         cap: None,
     },
     Claim {
@@ -268,6 +340,19 @@ const CLAIMS: &[Claim] = &[
         invariant: MutualExclusion,
         knobs: none,
         flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "failover-wait",
+        section: "§6.1",
+        quote: "加锁命令在主节点执行成功、给客户端返回OK的那一刻，这条写入可能还没到达任何从节点",
+        gloss: "unless the client waits for a replica: Redisson sends WAIT 1 after its lock script, and a failover alone then loses no lock it acknowledged",
+        says: Says::Silent,
+        protocol: "replicated",
+        faults: &[Failover],
+        invariant: MutualExclusion,
+        knobs: |p| ClientPreset::Redisson.apply(p, "replicated"),
+        flags: "--client redisson",
         cap: None,
     },
     Claim {
@@ -473,6 +558,19 @@ const CLAIMS: &[Claim] = &[
         cap: None,
     },
     Claim {
+        id: "fencing-redis-wait",
+        section: "§7.3",
+        quote: "",
+        gloss: "with Redisson's WAIT after the token script, a failover alone repeats no token a client received",
+        says: Says::Silent,
+        protocol: "fencing-redis",
+        faults: &[Failover],
+        invariant: TokenMonotonic,
+        knobs: |p| ClientPreset::Redisson.apply(p, "fencing-redis"),
+        flags: "--client redisson",
+        cap: None,
+    },
+    Claim {
         id: "update-where",
         section: "§7.4 1.1",
         quote: "一条语句同时完成\u{201c}比较\u{201d}与\u{201c}更新\u{201d}，原子性由数据库保证",
@@ -644,6 +742,19 @@ const CLAIMS: &[Claim] = &[
         cap: None,
     },
     Claim {
+        id: "zookeeper-sequence-token",
+        section: "§8.1",
+        quote: "现成的令牌（节点序号单调递增，天然是 Fencing Token）",
+        gloss: "the node's sequence number as the token: it is the parent's cversion, and starts over when ZooKeeper reaps the empty container parent",
+        says: Says::Safe,
+        protocol: "zookeeper",
+        faults: &[Pause],
+        invariant: TokenMonotonic,
+        knobs: |p| p.token = TokenSource::Sequence,
+        flags: "--token sequence",
+        cap: None,
+    },
+    Claim {
         id: "zookeeper-pause",
         section: "§8.3",
         quote: "会话与租约同样会过期……临时节点照样删除、租约照样到期、锁照样易主",
@@ -680,6 +791,19 @@ const CLAIMS: &[Claim] = &[
         invariant: MutualExclusion,
         knobs: none,
         flags: "",
+        cap: None,
+    },
+    Claim {
+        id: "session-thread-crash",
+        section: "§8.2",
+        quote: "客户端失联则租约到期、键自动删除——同样是内置的看门狗",
+        gloss: "when the client process dies; a business thread that dies alone leaves the session heartbeat running, and its key stays",
+        says: Says::Silent,
+        protocol: "etcd",
+        faults: &[Crash],
+        invariant: NoOrphanLock,
+        knobs: |p| p.crash = CrashKind::Thread,
+        flags: "--crash thread",
         cap: None,
     },
     Claim {

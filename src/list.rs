@@ -36,11 +36,11 @@ pub fn render_json() -> String {
         .collect();
     let clients: Vec<_> = ClientPreset::ALL
         .iter()
-        .map(|c| json!({ "name": c.name(), "library": c.library(), "options": c.summary() }))
+        .map(|c| json!({ "name": c.name(), "library": c.library(), "protocols": c.protocols(), "options": c.summary() }))
         .collect();
     let all = json!({
         "protocols": protocols,
-        "redlock_clients": clients,
+        "clients": clients,
         "fault_kinds": faults,
         "invariants": invariants,
     });
@@ -99,11 +99,13 @@ pub fn render() -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "Redlock clients (--client NAME; each sets these options, docs/clients.md gives the sources):"
+        "Clients (--client NAME; each sets these options for the protocols it is a client of, docs/clients.md gives the sources):"
     );
     for c in ClientPreset::ALL {
         let _ = writeln!(out, "  {:<18}  {}", c.name(), c.library());
-        let _ = writeln!(out, "  {:<18}    {}", "", c.summary());
+        for part in c.summary().split("; ") {
+            let _ = writeln!(out, "  {:<18}    {}", "", part);
+        }
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "Invariants (--invariants NAME,NAME):");

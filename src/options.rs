@@ -4,9 +4,12 @@
 
 use crate::util::{Failure, unknown};
 use clap::{Args, ValueEnum};
-use locklab_models::params::{Network, PARAMS, ResourceCheck, ResourceOp, TokenRule, TokenStore};
+use locklab_models::params::{
+    CrashKind, Handoff, Network, PARAMS, ResourceCheck, ResourceOp, TokenRule, TokenSource,
+    TokenStore,
+};
 use locklab_models::presets::{
-    ClientPreset, Decide, LockValue, Release, Requests, UnlockOnFailure,
+    ClientPreset, Decide, LockShape, LockValue, Release, RenewalOnError, Requests, UnlockOnFailure,
 };
 use locklab_models::time::Micros;
 use locklab_models::{FaultKind, LockModel, Params, protocols, units};
@@ -237,38 +240,73 @@ pub struct ModelArgs {
         help_heading = "Protocol knobs"
     )]
     pub elapsed_clock: Option<ElapsedOpt>,
-    /// Redlock: the client library to model, as a preset of the behaviours
-    /// below (each can still be set on its own): page (the redis.io
+    /// The client library to model, as a preset of the behaviours below
+    /// (each can still be set on its own). Redlock: page (the redis.io
     /// algorithm, the default), redsync, redlock-py, node-redlock,
-    /// redlock-rb. `locklab list` shows what each sets; docs/clients.md the sources
-    #[arg(long, value_name = "LIBRARY", value_parser = names(ClientPreset::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    /// redlock-rb, redisson (RedissonRedLock). watchdog, replicated,
+    /// fencing-redis: redisson (RLock, 3.44+), redisson@3.43. `locklab list`
+    /// shows what each sets; docs/clients.md the sources
+    #[arg(long, value_name = "LIBRARY", value_parser = names(ClientPreset::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub client: Option<String>,
-    /// Redlock: the lock value: per-call (one per lock() call, reused by its
+    /// The lock value: per-call (one per lock() call, reused by its
     /// retries), per-attempt (a new one every try) or per-thread (one for
-    /// every acquisition) [default: per-call]
-    #[arg(long, value_name = "SCOPE", value_parser = names(LockValue::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    /// every acquisition, as Redisson's UUID:threadId) [default: per-call]
+    #[arg(long, value_name = "SCOPE", value_parser = names(LockValue::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub value: Option<String>,
+    /// What the lock key holds: string (SET NX, compare-and-delete) or hash
+    /// (Redisson's reentrant hash: the same value re-acquires and counts one
+    /// more hold, an unlock counts one less and deletes at zero) [default: string]
+    #[arg(long, value_name = "SHAPE", value_parser = names(LockShape::ALL.iter().map(|p| p.name())), help_heading = "Client")]
+    pub lock_shape: Option<String>,
+    /// Watchdog family: after each lock script, WAIT for this many replicas
+    /// before trusting the answer, as Redisson does (0 or 1: the model has one
+    /// replica) [default: 0]
+    #[arg(long, value_name = "N", help_heading = "Client")]
+    pub wait_replicas: Option<u8>,
+    /// Watchdog family: a renewal that fails with an error (timeout, reset
+    /// connection) is retried at the next period (retry: Redisson 3.44+) or
+    /// stops the watchdog for good, silently (stop: Redisson up to 3.43)
+    /// [default: retry]
+    #[arg(long, value_name = "HOW", value_parser = names(RenewalOnError::ALL.iter().map(|p| p.name())), help_heading = "Client")]
+    pub renewal_on_error: Option<String>,
+    /// ZooKeeper: the fencing token is the node's creation zxid (czxid) or
+    /// its sequence suffix (sequence), which starts over when the empty
+    /// container parent is reaped [default: czxid]
+    #[arg(long, value_name = "SOURCE", value_parser = names(TokenSource::ALL.iter().map(|p| p.name())), help_heading = "Resource")]
+    pub token: Option<String>,
+    /// The critical section's write (article §4.4): none (the holder writes,
+    /// then releases), async (handed to a task that writes after the
+    /// release, outside the lock), transfer (the task takes the lock and its
+    /// credential, writes, then releases) [default: none]
+    #[arg(long, value_name = "HOW", value_parser = names(Handoff::ALL.iter().map(|p| p.name())), help_heading = "Resource")]
+    pub handoff: Option<String>,
+    /// What the crash fault kills: the whole process (process), or the
+    /// business thread alone without its `finally`, while its watchdog or
+    /// session heartbeat lives on in the same process (thread)
+    /// [default: process]
+    #[arg(long, value_name = "KIND", value_parser = names(CrashKind::ALL.iter().map(|p| p.name())), help_heading = "Faults")]
+    pub crash: Option<String>,
     /// Redlock: after a failed attempt, unlock every instance and wait for the
     /// answers (await), without waiting (fire-and-forget), or not at all
     /// (none) [default: fire-and-forget]
-    #[arg(long, value_name = "HOW", value_parser = names(UnlockOnFailure::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    #[arg(long, value_name = "HOW", value_parser = names(UnlockOnFailure::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub unlock_on_failure: Option<String>,
     /// Redlock: the release waits for every instance's answer (await) or
     /// not (fire-and-forget) [default: fire-and-forget]
-    #[arg(long, value_name = "HOW", value_parser = names(Release::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    #[arg(long, value_name = "HOW", value_parser = names(Release::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub release: Option<String>,
     /// Redlock: ask every instance at once (concurrent) or one after another,
     /// each with its own timeout (sequential) [default: concurrent]
-    #[arg(long, value_name = "HOW", value_parser = names(Requests::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    #[arg(long, value_name = "HOW", value_parser = names(Requests::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub requests: Option<String>,
     /// Redlock: decide an attempt once every instance answered or timed out
     /// (all-replies), or as soon as a quorum said yes or a quorum said no
     /// (first-quorum) [default: all-replies]
-    #[arg(long, value_name = "WHEN", value_parser = names(Decide::ALL.iter().map(|p| p.name())), help_heading = "Redlock client")]
+    #[arg(long, value_name = "WHEN", value_parser = names(Decide::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub decide: Option<String>,
     /// Redlock: check validity = TTL - elapsed - drift > 0 when the votes are
     /// in and again before writing (on), or trust a quorum (off) [default: on]
-    #[arg(long, value_name = "ON|OFF", value_parser = names(["on", "off"]), help_heading = "Redlock client")]
+    #[arg(long, value_name = "ON|OFF", value_parser = names(["on", "off"]), help_heading = "Client")]
     pub validity_check: Option<String>,
     /// A restarted Redis stays unavailable for the TTL and one more second before serving
     #[arg(long, help_heading = "Protocol knobs")]
@@ -480,6 +518,12 @@ impl ModelArgs {
         add(self.elapsed_clock.is_some(), "elapsed-clock");
         add(self.client.is_some(), "client");
         add(self.value.is_some(), "value");
+        add(self.lock_shape.is_some(), "lock-shape");
+        add(self.wait_replicas.is_some(), "wait-replicas");
+        add(self.renewal_on_error.is_some(), "renewal-on-error");
+        add(self.crash.is_some(), "crash");
+        add(self.handoff.is_some(), "handoff");
+        add(self.token.is_some(), "token");
         add(self.unlock_on_failure.is_some(), "unlock-on-failure");
         add(self.release.is_some(), "release");
         add(self.requests.is_some(), "requests");
@@ -659,7 +703,7 @@ impl ModelArgs {
                 RuleOpt::Gt => TokenRule::Gt,
             };
         }
-        self.overlay_client(p);
+        self.overlay_client(p, proto.name());
         if let Some(e) = self.elapsed_clock {
             p.elapsed_clock = match e {
                 ElapsedOpt::Wall => locklab_models::params::ElapsedClock::Wall,
@@ -686,18 +730,30 @@ impl ModelArgs {
         Ok(())
     }
 
-    /// The Redlock client: a preset first, then each behaviour set on its own.
+    /// The client: a preset first, then each behaviour set on its own.
     /// (Every name was checked by clap.)
-    fn overlay_client(&self, p: &mut Params) {
+    fn overlay_client(&self, p: &mut Params, protocol: &str) {
         fn pick<T: Copy>(v: &Option<String>, from: fn(&str) -> Option<T>, field: &mut T) {
             if let Some(t) = v.as_deref().and_then(from) {
                 *field = t;
             }
         }
         if let Some(preset) = self.client.as_deref().and_then(ClientPreset::from_name) {
-            preset.apply(p);
+            preset.apply(p, protocol);
         }
         pick(&self.value, LockValue::from_name, &mut p.value);
+        pick(&self.lock_shape, LockShape::from_name, &mut p.lock_shape);
+        pick(
+            &self.renewal_on_error,
+            RenewalOnError::from_name,
+            &mut p.renewal_on_error,
+        );
+        if let Some(n) = self.wait_replicas {
+            p.wait_replicas = n;
+        }
+        pick(&self.crash, CrashKind::from_name, &mut p.crash);
+        pick(&self.handoff, Handoff::from_name, &mut p.handoff);
+        pick(&self.token, TokenSource::from_name, &mut p.token);
         pick(
             &self.unlock_on_failure,
             UnlockOnFailure::from_name,

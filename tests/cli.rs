@@ -1523,6 +1523,8 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
         "redlock-py",
         "node-redlock",
         "redlock-rb",
+        "redisson",
+        "redisson@3.43",
     ] {
         assert!(out.contains(&format!("  {name} ")), "{name} in:\n{out}");
     }
@@ -1563,11 +1565,32 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
     // Bad names and a knob for another protocol are refused, naming what is allowed.
     rejects(
         &["check", "redlock", "--client", "redlok"],
-        "possible values: page, redsync, redlock-py, node-redlock, redlock-rb",
+        "possible values: page, redsync, redlock-py, node-redlock, redlock-rb, redisson, redisson@3.43",
     );
     rejects(
         &["check", "redlock", "--validity-check", "maybe"],
         "on, off",
     );
     rejects(&["check", "lua-release", "--client", "redsync"], "--client");
+    // A preset is a library for some protocols only: the error names the
+    // presets that fit.
+    rejects(
+        &["check", "watchdog", "--client", "redlock-py"],
+        "the presets for watchdog are redisson, redisson@3.43",
+    );
+    rejects(
+        &["check", "watchdog", "--wait-replicas", "2"],
+        "--wait-replicas",
+    );
+    // A thread crash needs a thread that lives on.
+    rejects(
+        &["check", "naive-del", "--crash", "thread"],
+        "--crash does not apply to naive-del",
+    );
+    rejects(&["check", "etcd", "--crash", "fiber"], "process, thread");
+    // A hand-off needs a lock to hand off.
+    rejects(
+        &["check", "no-lock", "--handoff", "async"],
+        "--handoff async needs a lock to hand off",
+    );
 }

@@ -24,6 +24,9 @@ pub enum Action {
     ComeUp { server: u8 },
     /// The consensus service expires a client's session (lease).
     SessionExpires { client: u8 },
+    /// ZooKeeper reaps the lock's empty container parent node
+    /// (`--token sequence`).
+    Reap,
     /// Fault: a client process freezes.
     Pause { client: u8 },
     /// Fault: a client's critical-section work runs past its maximum.

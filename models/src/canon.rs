@@ -24,7 +24,7 @@ use crate::engine::zone::{ZState, normalize};
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::search::Fingerprinter;
-use crate::world::{Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, ReplKind, Reply, Val, World};
+use crate::world::{Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, Reply, Val, World};
 use std::hash::{Hash, Hasher};
 
 /// Precomputed renamings for one model.
@@ -153,39 +153,11 @@ fn map_val(v: Val, p: &[u8]) -> Val {
     }
 }
 
-fn map_cmd(c: Cmd, p: &[u8]) -> Cmd {
-    match c {
-        Cmd::SetNxPx { val, ttl } => Cmd::SetNxPx {
-            val: map_val(val, p),
-            ttl,
-        },
-        Cmd::SetNx { val } => Cmd::SetNx {
-            val: map_val(val, p),
-        },
-        Cmd::Cad { val } => Cmd::Cad {
-            val: map_val(val, p),
-        },
-        Cmd::Renew { val, ttl } => Cmd::Renew {
-            val: map_val(val, p),
-            ttl,
-        },
-        Cmd::FencedSet { val, ttl } => Cmd::FencedSet {
-            val: map_val(val, p),
-            ttl,
-        },
-        other @ (Cmd::Expire { .. }
-        | Cmd::Get
-        | Cmd::Del
-        | Cmd::PExpire { .. }
-        | Cmd::Open
-        | Cmd::Lock { .. }
-        | Cmd::Create { .. }
-        | Cmd::Txn { .. }
-        | Cmd::Order { .. }
-        | Cmd::Watch { .. }
-        | Cmd::KeepAlive
-        | Cmd::Remove { .. }) => other,
+fn map_cmd(mut c: Cmd, p: &[u8]) -> Cmd {
+    if let Some(v) = c.val_mut() {
+        *v = map_val(*v, p);
     }
+    c
 }
 
 fn map_body(b: Body, p: &[u8]) -> Body {
@@ -212,6 +184,7 @@ fn rename_coord(c: &Coord, p: &[u8], order: &[usize]) -> Coord {
         sessions,
         entries,
         watches,
+        cversion,
     } = c;
     let mut watches: Vec<(u8, u16)> = watches.iter().map(|(w, r)| (p[*w as usize], *r)).collect();
     watches.sort_unstable();
@@ -230,6 +203,7 @@ fn rename_coord(c: &Coord, p: &[u8], order: &[usize]) -> Coord {
             })
             .collect(),
         watches,
+        cversion: *cversion,
     }
 }
 
@@ -252,7 +226,7 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
                 e.val = map_val(e.val, p);
             }
             for op in &mut n.backlog {
-                if let ReplKind::Set(v) | ReplKind::SetAndIncr(v) = &mut op.kind {
+                if let Some(v) = op.kind.val_mut() {
                     *v = map_val(*v, p);
                 }
             }
@@ -311,7 +285,14 @@ fn column(w: &World, z: &Dbm, s: usize) -> u64 {
     }
     (n.role, n.counter, n.clock).hash(&mut h);
     if let Some(e) = n.lock {
-        (e.val, e.exp.ttl, e.exp.shift, bounds(z, e.exp.since)).hash(&mut h);
+        (
+            e.val,
+            e.holds,
+            e.exp.ttl,
+            e.exp.shift,
+            bounds(z, e.exp.since),
+        )
+            .hash(&mut h);
     }
     for op in &n.backlog {
         (op.kind, op.exp.ttl, op.exp.shift, bounds(z, op.exp.since)).hash(&mut h);
@@ -335,6 +316,7 @@ fn column(w: &World, z: &Dbm, s: usize) -> u64 {
                 m.late,
                 m.arrived,
                 m.orphan,
+                m.repl_wait,
                 bounds(z, m.clk),
             )
                 .hash(&mut mh);

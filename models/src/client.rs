@@ -17,6 +17,7 @@
 
 use crate::ev;
 use crate::model::LockModel;
+use crate::params::Handoff;
 use crate::time::{Micros, TimeCtx};
 use crate::world::{
     Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Val, Wait, WaitKind, WdState, World,
@@ -89,24 +90,46 @@ impl Ctx<'_, '_> {
     /// Puts a message in flight from now, on its sender's current
     /// connection.
     pub fn put(&mut self, from: Node, to: Node, chan: Chan, conn: u8, body: Body, orphan: bool) {
+        let m = self.msg(from, to, chan, conn, body, orphan);
+        self.emit(m);
+    }
+
+    /// Puts a server's reply on the network, held back until `repl_wait`
+    /// more writes have reached the replica (`WAIT`; 0: none).
+    pub fn put_waiting(
+        &mut self,
+        from: Node,
+        to: Node,
+        chan: Chan,
+        conn: u8,
+        body: Body,
+        repl_wait: u8,
+    ) {
+        let m = self.msg(from, to, chan, conn, body, false);
+        self.emit(Msg { repl_wait, ..m });
+    }
+
+    /// A message sent now.
+    fn msg(&mut self, from: Node, to: Node, chan: Chan, conn: u8, body: Body, orphan: bool) -> Msg {
+        Msg {
+            from,
+            to,
+            chan,
+            conn,
+            seq: 0,
+            body,
+            held: false,
+            late: false,
+            arrived: false,
+            orphan,
+            repl_wait: 0,
+            clk: self.t.reset(),
+        }
+    }
+
+    fn emit(&mut self, m: Msg) {
         let fifo = self.m.params.network == crate::params::Network::Fifo;
-        let clk = self.t.reset();
-        self.w.send_msg(
-            Msg {
-                from,
-                to,
-                chan,
-                conn,
-                seq: 0,
-                body,
-                held: false,
-                late: false,
-                arrived: false,
-                orphan,
-                clk,
-            },
-            fifo,
-        );
+        self.w.send_msg(m, fifo);
     }
 
     /// Puts a request on client `c`'s current connection to `to`.
@@ -184,7 +207,16 @@ impl Ctx<'_, '_> {
             cl.phase = Phase::Work;
             cl.token = token;
         }
-        self.set_wait(c, WaitKind::Work);
+        if let Some(t) = token {
+            self.w.receive_token(t);
+        }
+        // An async hand-off returns at once: the task does the work.
+        let kind = if self.m.params.handoff == Handoff::Async {
+            WaitKind::Step
+        } else {
+            WaitKind::Work
+        };
+        self.set_wait(c, kind);
         let tok = token
             .map(|t| format!(" with token {t}"))
             .unwrap_or_default();
@@ -212,6 +244,12 @@ impl Ctx<'_, '_> {
 
     /// The critical section is over (done or aborted): the release is due.
     pub fn leave(&mut self, c: u8) {
+        if self.phase(c) == Phase::Task {
+            // The async task has written (or been turned away): the
+            // acquisition is over.
+            self.finish_round(c);
+            return;
+        }
         self.w.clients[c as usize].phase = Phase::Leave;
         self.set_wait(c, WaitKind::Step);
     }
@@ -225,6 +263,22 @@ impl Ctx<'_, '_> {
     /// The release finished (or was given up): the acquisition is complete.
     pub fn finish_round(&mut self, c: u8) {
         let rounds = self.m.params.acquisitions;
+        let cl = &self.w.clients[c as usize];
+        if self.m.params.handoff == Handoff::Async && cl.phase != Phase::Task && cl.read.is_some() {
+            // The lock is released, but the task the holder handed its
+            // write to is still working: it writes within `--work`, with
+            // what the holder read and its token, and no lock.
+            self.w.clients[c as usize].phase = Phase::Task;
+            self.set_wait(c, WaitKind::Work);
+            ev!(
+                self.log,
+                EventKind::Note,
+                self.w.client_name(c),
+                None,
+                "its async task is still working: it writes outside the lock"
+            );
+            return;
+        }
         {
             let cl = &mut self.w.clients[c as usize];
             cl.round += 1;
@@ -284,7 +338,27 @@ pub fn step(x: &mut Ctx, c: u8) {
             x.abandon(c, Chan::Main);
             proto.on_timeout(x, c);
         }
+        Phase::Work if x.m.params.handoff == Handoff::Async => {
+            ev!(
+                x.log,
+                EventKind::Note,
+                x.w.client_name(c),
+                None,
+                "hands its write to an async task and returns"
+            );
+            x.leave(c);
+        }
+        Phase::Task => crate::resource::write(x, c),
         Phase::Work => {
+            if x.m.params.handoff == Handoff::Transfer {
+                ev!(
+                    x.log,
+                    EventKind::Note,
+                    x.w.client_name(c),
+                    None,
+                    "the task it handed the lock and its credential to writes, then releases"
+                );
+            }
             if proto.checks_validity() {
                 proto.check_before_write(x, c);
             } else {
@@ -446,7 +520,10 @@ pub fn crash(x: &mut Ctx, c: u8) {
         cl.t1_shift = 0;
     }
     x.abandon(c, Chan::Main);
-    let keeps_watchdog = x.m.params.no_cancel && x.w.clients[ci].wd.is_some();
+    // A never-cancelled watchdog, or any renewal thread when only the
+    // business thread died (`--crash thread`), lives on.
+    let lives_on = x.m.params.no_cancel || x.m.params.crash == crate::params::CrashKind::Thread;
+    let keeps_watchdog = lives_on && x.w.clients[ci].wd.is_some();
     if !keeps_watchdog {
         x.w.clients[ci].wd = None;
         x.abandon(c, Chan::Watchdog);
@@ -457,8 +534,10 @@ pub fn crash(x: &mut Ctx, c: u8) {
         x.w.client_name(c),
         None,
         "CRASHES{}",
-        if keeps_watchdog {
+        if keeps_watchdog && x.m.params.no_cancel {
             " (its never-cancelled watchdog keeps running)"
+        } else if keeps_watchdog {
+            " (the business thread only: its renewal thread keeps running)"
         } else {
             ""
         }

@@ -15,6 +15,8 @@
 
 use crate::client::Ctx;
 use crate::ev;
+use crate::model::LockModel;
+use crate::params::TokenSource;
 use crate::world::{Body, Chan, Cmd, CoordEntry, Msg, Node, Reply, World};
 use locklab_traces::EventKind;
 
@@ -30,6 +32,9 @@ fn delete(x: &mut Ctx, idx: &[usize]) {
         return;
     }
     x.w.coord.rev += 1;
+    if x.m.params.token == TokenSource::Sequence {
+        x.w.coord.cversion += idx.len() as u16;
+    }
     let gone: Vec<CoordEntry> = idx.iter().map(|i| x.w.coord.entries[*i]).collect();
     x.w.coord.entries =
         x.w.coord
@@ -71,6 +76,39 @@ fn delete(x: &mut Ctx, idx: &[usize]) {
     }
 }
 
+/// The fencing token of entry `rev`: its creation revision (czxid), or
+/// under `--token sequence` its node's sequence suffix.
+pub fn token_of(m: &LockModel, w: &World, rev: u16) -> u16 {
+    match m.params.token {
+        TokenSource::Revision => rev,
+        TokenSource::Sequence => w
+            .coord
+            .entries
+            .iter()
+            .find(|e| e.rev == rev)
+            .map_or(rev, |e| e.seq),
+    }
+}
+
+/// Whether the lock's parent is an empty container ZooKeeper may reap
+/// (`--token sequence`: only then does its counter matter).
+pub fn reapable(m: &LockModel, w: &World) -> bool {
+    m.params.token == TokenSource::Sequence && w.coord.entries.is_empty() && w.coord.cversion > 0
+}
+
+/// ZooKeeper's `ContainerManager` deletes the empty container parent; the
+/// next lock creates it again, and its children's sequence starts over.
+pub fn reap(x: &mut Ctx) {
+    x.w.coord.cversion = 0;
+    ev!(
+        x.log,
+        EventKind::Note,
+        "service".to_string(),
+        None,
+        "reaps the empty container node /lock: the next child's sequence number starts again at 0"
+    );
+}
+
 /// Where entry `rev` stands.
 fn place(w: &World, rev: u16) -> Reply {
     let pred = w
@@ -87,24 +125,39 @@ fn place(w: &World, rev: u16) -> Reply {
 /// Adds an entry for client `c`'s acquisition `round` unless it has one
 /// (a retried request finds its own entry, as Curator's protected mode and
 /// etcd's `CreateRevision(myKey) == 0` guard do). Returns its revision.
-fn own_entry(w: &mut World, c: u8, round: u8) -> u16 {
-    if let Some(e) = w
-        .coord
-        .entries
-        .iter()
-        .find(|e| e.owner == c && e.round == round)
+fn own_entry(x: &mut Ctx, c: u8, round: u8) -> u16 {
+    if let Some(e) =
+        x.w.coord
+            .entries
+            .iter()
+            .find(|e| e.owner == c && e.round == round)
     {
         return e.rev;
     }
-    w.coord.rev += 1;
-    let rev = w.coord.rev;
-    w.coord.entries.push(CoordEntry {
+    x.w.coord.rev += 1;
+    let rev = x.w.coord.rev;
+    // The parent's counter is kept only where it is the token: elsewhere
+    // it would tell apart states that behave alike.
+    let sequence = x.m.params.token == TokenSource::Sequence;
+    let seq = x.w.coord.cversion;
+    if sequence {
+        x.w.coord.cversion += 1;
+        ev!(
+            x.log,
+            EventKind::Note,
+            "service".to_string(),
+            Some(x.w.client_name(c)),
+            "the node is /lock/node-{seq:010}: its token is {seq}"
+        );
+    }
+    x.w.coord.entries.push(CoordEntry {
         owner: c,
         round,
         rev,
+        seq,
     });
-    // The entry's creation revision is its fencing token.
-    w.issue_token(rev);
+    let token = token_of(x.m, x.w, rev);
+    x.w.issue_token(token);
     rev
 }
 
@@ -127,11 +180,11 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
         Cmd::Lock { round } => match x.w.coord.entries.first() {
             Some(e) if e.owner == c && e.round == round => Reply::Token(e.rev),
             Some(_) => Reply::Busy,
-            None => Reply::Token(own_entry(x.w, c, round)),
+            None => Reply::Token(own_entry(x, c, round)),
         },
-        Cmd::Create { round } => Reply::Token(own_entry(x.w, c, round)),
+        Cmd::Create { round } => Reply::Token(own_entry(x, c, round)),
         Cmd::Txn { round } => {
-            let rev = own_entry(x.w, c, round);
+            let rev = own_entry(x, c, round);
             place(x.w, rev)
         }
         Cmd::Order { rev } => place(x.w, rev),

@@ -61,7 +61,9 @@ impl Invariant {
             Invariant::NoLostUpdate => {
                 "the resource's counter equals the number of writes it accepted"
             }
-            Invariant::TokenMonotonic => "fencing tokens are granted in strictly increasing order",
+            Invariant::TokenMonotonic => {
+                "every fencing token granted is above every token a client has received (a token no client got does not count)"
+            }
             Invariant::NoOrphanLock => {
                 "no lock entry outlives its owner forever (no expiry, or renewed for a dead owner)"
             }
@@ -179,7 +181,7 @@ impl Invariant {
             }
             Invariant::Ownership => match w.ghost.foreign {
                 Some((actor, _, Touch::DeletedOwnCurrent)) => format!(
-                    "a stale compare-and-delete of {who}'s, from an earlier attempt that carried the same value, deleted {who}'s current lock entry (value reuse)",
+                    "a stale unlock of {who}'s, from an earlier attempt or acquisition that carried the same value, deleted {who}'s current lock entry (value reuse)",
                     who = w.client_name(actor)
                 ),
                 Some((actor, owner, how)) => format!(
@@ -200,7 +202,7 @@ impl Invariant {
             ),
             Invariant::TokenMonotonic => match w.ghost.token_regressed {
                 Some((t, last)) => {
-                    format!("token {t} was granted after token {last} had already been granted")
+                    format!("token {t} was granted after a client had received token {last}")
                 }
                 None => String::new(),
             },
@@ -289,6 +291,27 @@ fn orphan(m: &LockModel, w: &World) -> Option<String> {
                 "lock {} on {} can never go away: {who} {state} and {why}",
                 e.val.text(),
                 w.server_name(i as u8)
+            ));
+        }
+    }
+    // The consensus services: an entry lives as long as its session, and a
+    // session as long as its client heartbeats it. An entry its owner is
+    // done with, under a session the owner keeps alive, never goes away.
+    for e in &w.coord.entries {
+        let owner = &w.clients[e.owner as usize];
+        let abandoned = !owner.alive || owner.phase == Phase::Done || owner.round > e.round;
+        let heartbeating = owner.wd.is_some();
+        if abandoned && heartbeating && w.coord.sessions[e.owner as usize].is_some() {
+            let who = w.client_name(e.owner);
+            let state = if owner.alive {
+                "is done with it"
+            } else {
+                "'s business thread died"
+            };
+            return Some(format!(
+                "{who}'s entry (revision {}) can never go away: {who}{}{state}, and the session its heartbeat keeps alive keeps the entry",
+                e.rev,
+                if owner.alive { " " } else { "" },
             ));
         }
     }

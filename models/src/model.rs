@@ -213,7 +213,7 @@ impl LockModel {
 
     /// Whether `msg` can arrive now (as far as the discrete state says).
     pub fn deliverable(&self, w: &World, msg: &Msg) -> bool {
-        if msg.arrived || (self.fifo() && !w.is_head(msg)) {
+        if msg.arrived || msg.repl_wait > 0 || (self.fifo() && !w.is_head(msg)) {
             return false;
         }
         match msg.to {
@@ -310,6 +310,12 @@ impl LockModel {
                     guard: Some((*clk, self.session_window().0)),
                 });
             }
+        }
+        if crate::coord::reapable(self, w) {
+            out.push(Enabled {
+                action: Action::Reap,
+                guard: None,
+            });
         }
         let mut faults = Vec::new();
         faults::enabled(self, w, &mut faults);
@@ -457,6 +463,7 @@ impl LockModel {
             Action::Replicate { server } => redis::replicate(x, server),
             Action::ComeUp { server } => redis::come_up(x, server as usize),
             Action::SessionExpires { client } => coord::expire(x, client),
+            Action::Reap => coord::reap(x),
             Action::Writer { writer } => crate::resource::writer_step(self, x.w, writer, x.log),
             Action::Reconcile => crate::resource::reconcile(x),
             Action::ResumeReconciler => resume_reconciler(x),
@@ -482,7 +489,7 @@ impl LockModel {
                 w.server_name(r as u8)
             }
             Action::ComeUp { server } => w.server_name(server),
-            Action::SessionExpires { .. } => "service".into(),
+            Action::SessionExpires { .. } | Action::Reap => "service".into(),
             Action::Writer { writer } => crate::resource::writer_name(writer),
             Action::Reconcile
             | Action::PauseReconciler

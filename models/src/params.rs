@@ -14,7 +14,9 @@
 //!   it: `int(TTL_ms × 0.01) + 2` ms.
 
 use crate::faults::{Budgets, FaultKind};
-use crate::presets::{ClientPreset, Decide, LockValue, Release, Requests, UnlockOnFailure};
+use crate::presets::{
+    ClientPreset, Decide, LockShape, LockValue, Release, RenewalOnError, Requests, UnlockOnFailure,
+};
 use crate::time::{MS, Micros, SEC};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -348,6 +350,98 @@ impl ElapsedClock {
     }
 }
 
+/// What a client crash kills (`--crash`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum CrashKind {
+    /// The whole process: the business thread and its watchdog or session
+    /// heartbeat die together.
+    #[default]
+    Process,
+    /// Only the business thread, without running its `finally`: the
+    /// watchdog (Redisson renews "while lock holder Redisson instance is
+    /// alive") or the session heartbeat (ZooKeeper's and etcd's client
+    /// threads) lives on in the same process.
+    Thread,
+}
+
+impl CrashKind {
+    pub const ALL: [CrashKind; 2] = [CrashKind::Process, CrashKind::Thread];
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashKind::Process => "process",
+            CrashKind::Thread => "thread",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<CrashKind> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// What the critical section does with its write (article §4.4,
+/// `--handoff`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Handoff {
+    /// The holder writes, then releases.
+    #[default]
+    None,
+    /// The holder hands the write to an asynchronous task (a thread pool, a
+    /// downstream consumer) and returns at once, so the lock is released
+    /// while the task still works; the task writes later, outside the lock.
+    Async,
+    /// The holder hands the lock's lifecycle and credential to the task,
+    /// which writes and only then releases: one executor owns the release.
+    Transfer,
+}
+
+impl Handoff {
+    pub const ALL: [Handoff; 3] = [Handoff::None, Handoff::Async, Handoff::Transfer];
+    pub fn name(self) -> &'static str {
+        match self {
+            Handoff::None => "none",
+            Handoff::Async => "async",
+            Handoff::Transfer => "transfer",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Handoff> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// Where a ZooKeeper lock's fencing token comes from (`--token`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenSource {
+    /// The node's creation zxid (`Stat.czxid`): global and monotonic.
+    #[default]
+    #[serde(rename = "czxid")]
+    Revision,
+    /// The node's sequence suffix (the article's suggestion): the parent's
+    /// `cversion`, which starts over when the empty container parent is
+    /// reaped.
+    Sequence,
+}
+
+impl TokenSource {
+    pub const ALL: [TokenSource; 2] = [TokenSource::Revision, TokenSource::Sequence];
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenSource::Revision => "czxid",
+            TokenSource::Sequence => "sequence",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<TokenSource> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
 /// How the network orders messages.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -429,11 +523,11 @@ pub struct Params {
     /// Redlock: the clock the client measures elapsed time with.
     #[serde(default, skip_serializing_if = "is_default")]
     pub elapsed_clock: ElapsedClock,
-    /// Redlock: the client library this model follows (`--client`); its
-    /// behaviours are the fields below, each settable on its own.
+    /// The client library this model follows (`--client`); its behaviours
+    /// are the fields below, each settable on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientPreset>,
-    /// Redlock: how the client names its lock value (`--value`).
+    /// How the client names its lock value (`--value`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub value: LockValue,
     /// Redlock: what the client does after a failed attempt (`--unlock-on-failure`).
@@ -452,6 +546,29 @@ pub struct Params {
     /// > 0) on acquiring and before writing (`--validity-check on|off`).
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub validity_check: bool,
+    /// What the lock key holds: a string, or Redisson's reentrant hash
+    /// (`--lock-shape`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub lock_shape: LockShape,
+    /// Watchdog family: replicas the client waits for (`WAIT n`) after each
+    /// lock script before it trusts the answer (`--wait-replicas`; Redisson
+    /// since 3.13). The model has one replica: 0 or 1.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub wait_replicas: u8,
+    /// Watchdog family: what a renewal error does (`--renewal-on-error`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub renewal_on_error: RenewalOnError,
+    /// What the crash fault kills: the process, or the business thread
+    /// alone (`--crash`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub crash: CrashKind,
+    /// Whether the critical section hands its write to another executor
+    /// (`--handoff`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub handoff: Handoff,
+    /// ZooKeeper: the fencing token's source (`--token`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub token: TokenSource,
     /// Clock-rate drift bound ρ, in parts per million: every node's clock
     /// may run fast or slow by up to this much (`--clock-drift`), so its
     /// timers and the TTLs it measures span a band of real times
@@ -549,6 +666,12 @@ impl Params {
             requests: Requests::Concurrent,
             decide: Decide::AllReplies,
             validity_check: true,
+            lock_shape: LockShape::String,
+            wait_replicas: 0,
+            renewal_on_error: RenewalOnError::Retry,
+            crash: CrashKind::Process,
+            handoff: Handoff::None,
+            token: TokenSource::Revision,
             clock_drift_ppm: 0,
             delayed_restart: false,
             resource_check: protocol.default_resource_check(),
@@ -655,6 +778,11 @@ const RENEWING: &[&str] = &[
     "queue",
 ];
 const ETCD: &[&str] = &["etcd"];
+/// Protocols whose client a preset (`--client`) can name.
+const CLIENTS: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+/// The protocols whose lock entry can be Redisson's reentrant hash
+/// (`fencing-redis` keeps its `SET NX` + `INCR` script).
+const HASH_SHAPED: &[&str] = &["redlock", "watchdog", "replicated"];
 const REDLOCK: &[&str] = &["redlock"];
 const RESTARTABLE: &[&str] = &[
     "setnx-expire",
@@ -777,13 +905,43 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "client",
-        help: "Redlock: the client library whose behaviours the model follows (locklab list shows the presets)",
-        only: Some(REDLOCK),
+        help: "the client library whose behaviours the model follows (locklab list shows the presets and the protocols each is a client of)",
+        only: Some(CLIENTS),
     },
     ParamInfo {
         name: "value",
-        help: "Redlock: the lock value: per-call (reused by retries), per-attempt, or per-thread (reused by every acquisition)",
-        only: Some(REDLOCK),
+        help: "the lock value: per-call (one per lock() call, reused by its retries), per-attempt, or per-thread (reused by every acquisition)",
+        only: Some(CLIENTS),
+    },
+    ParamInfo {
+        name: "lock-shape",
+        help: "what the lock key holds: string (SET NX, compare-and-delete) or hash (Redisson's reentrant hash: a re-acquire by the same value counts one more hold, an unlock one less)",
+        only: Some(HASH_SHAPED),
+    },
+    ParamInfo {
+        name: "wait-replicas",
+        help: "after each lock script, WAIT for this many replicas before trusting the answer (Redisson): 0 or 1, the model's one replica",
+        only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "renewal-on-error",
+        help: "a watchdog renewal that fails with an error: retry at the next period (Redisson >= 3.44) or stop for good (<= 3.43)",
+        only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "token",
+        help: "ZooKeeper: the fencing token is the node's czxid (default) or its sequence suffix, which starts over when the empty container parent is reaped",
+        only: Some(&["zookeeper"]),
+    },
+    ParamInfo {
+        name: "handoff",
+        help: "the critical section's write: none (the holder writes, then releases), async (handed to a task that writes after the release, outside the lock), transfer (the task writes, then releases)",
+        only: None,
+    },
+    ParamInfo {
+        name: "crash",
+        help: "what the crash fault kills: the whole process (default), or the business thread alone, its watchdog or session heartbeat living on",
+        only: Some(RENEWING),
     },
     ParamInfo {
         name: "unlock-on-failure",
@@ -1042,6 +1200,44 @@ impl Params {
             range("quorum", self.quorum, 1, self.instances)?;
             range("drift-factor-ppm", self.drift_factor_ppm, 0, 1_000_000)?;
         }
+        if self.handoff != Handoff::None && !protocol.has_lock() {
+            return Err(ConfigError(format!(
+                "--handoff {} needs a lock to hand off: {} takes none",
+                self.handoff.name(),
+                protocol.name()
+            )));
+        }
+        if self.handoff == Handoff::Async && self.resource_check == ResourceCheck::TxnReadCommitted
+        {
+            return Err(ConfigError(
+                "--handoff async with --resource-check txn-read-committed is not modelled (a task's write in two steps): choose another --resource-check".into(),
+            ));
+        }
+        if let Some(c) = self.client
+            && !c.fits(protocol.name())
+        {
+            let fitting: Vec<&str> = ClientPreset::ALL
+                .iter()
+                .filter(|p| p.fits(protocol.name()))
+                .map(|p| p.name())
+                .collect();
+            return Err(ConfigError(format!(
+                "--client {} is no client of {}: it is a client of {}; {}",
+                c.name(),
+                protocol.name(),
+                c.protocols().join(", "),
+                if fitting.is_empty() {
+                    format!("{} has no client presets", protocol.name())
+                } else {
+                    format!(
+                        "the presets for {} are {}",
+                        protocol.name(),
+                        fitting.join(", ")
+                    )
+                }
+            )));
+        }
+        range("wait-replicas", self.wait_replicas, 0, 1)?;
         range(
             "clock-drift-ppm",
             self.clock_drift_ppm,

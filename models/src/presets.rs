@@ -1,15 +1,17 @@
-//! The Redlock clients people actually run, as named presets (`--client`).
+//! The lock clients people actually run, as named presets (`--client`).
 //!
 //! "A Redlock client" is not one program: redsync, redlock-py,
 //! node-redlock, Redisson's `RedissonRedLock` and the `redlock` gem differ
 //! in how they name their lock value, whether they clean up after a failed
 //! attempt, whether they ask the instances one at a time, and whether they
-//! check the validity left. (Redisson's `RedissonRedLock` is not a preset
-//! yet: its value names a thread and its lock is a reentrant hash, which
-//! the model's `SET NX` does not capture; docs/clients.md.) Each difference is a knob of its own
-//! ([`LockValue`], [`UnlockOnFailure`], [`Release`], [`Requests`],
-//! [`Decide`], the validity check and the elapsed-time clock); a preset
-//! ([`ClientPreset`]) sets all of them as one library does. The sources,
+//! check the validity left. Nor is "a watchdog lock": Redisson's `RLock`
+//! is a reentrant hash, waits for a replica after every lock script, and
+//! before 3.44 gave up renewing after one error. Each difference is a knob
+//! of its own ([`LockValue`], [`UnlockOnFailure`], [`Release`],
+//! [`Requests`], [`Decide`], the validity check, the elapsed-time clock,
+//! [`LockShape`], the replica wait and [`RenewalOnError`]); a preset
+//! ([`ClientPreset`]) sets all of them as one library does, for the
+//! protocols it is a client of ([`ClientPreset::protocols`]). The sources,
 //! file by file, are in docs/clients.md.
 
 use crate::params::{ElapsedClock, Params};
@@ -97,6 +99,39 @@ pub enum Decide {
     FirstQuorum,
 }
 
+/// What the lock key holds.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockShape {
+    /// A string: `SET lock <value> NX PX`, released by compare-and-delete.
+    #[default]
+    String,
+    /// Redisson's reentrant hash `{<value> → hold count}`: the acquire
+    /// script succeeds when the key is absent *or already holds the
+    /// caller's field* (and then counts one more hold and resets the TTL);
+    /// the unlock script counts one hold down and deletes the key at zero
+    /// (`RedissonLock.tryLockInnerAsync`, `unlockInnerAsync`).
+    Hash,
+}
+
+/// What a watchdog does when a renewal fails with an error (a timeout, a
+/// reset connection), as opposed to a reply saying the lock is gone.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenewalOnError {
+    /// Try again at the next period (Redisson >= 3.44, `RenewalTask.run`).
+    #[default]
+    Retry,
+    /// Stop renewing for good, telling nobody (Redisson <= 3.43:
+    /// `renewExpiration` logs "Can't update lock ... expiration" and
+    /// removes the lock from `EXPIRATION_RENEWAL_MAP`).
+    Stop,
+}
+
 macro_rules! names {
     ($t:ty { $($v:ident => $n:literal),* $(,)? }) => {
         impl $t {
@@ -116,6 +151,8 @@ names!(UnlockOnFailure { FireAndForget => "fire-and-forget", Await => "await", N
 names!(Release { FireAndForget => "fire-and-forget", Await => "await" });
 names!(Requests { Concurrent => "concurrent", Sequential => "sequential" });
 names!(Decide { AllReplies => "all-replies", FirstQuorum => "first-quorum" });
+names!(LockShape { String => "string", Hash => "hash" });
+names!(RenewalOnError { Retry => "retry", Stop => "stop" });
 
 impl LockValue {
     /// Whether a request carrying `a` and an entry holding `b` carry the
@@ -133,7 +170,7 @@ impl LockValue {
     }
 }
 
-/// A Redlock client library, as a set of behaviours.
+/// A client library, as a set of behaviours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClientPreset {
@@ -144,6 +181,12 @@ pub enum ClientPreset {
     RedlockPy,
     NodeRedlock,
     RedlockRb,
+    /// Redisson (3.44 and later): `RLock` on a single Redis or a primary
+    /// with replicas, `RedissonRedLock` on Redlock instances.
+    Redisson,
+    /// Redisson 3.43 and earlier: a renewal error stops the watchdog.
+    #[serde(rename = "redisson@3.43")]
+    Redisson343,
 }
 
 names!(ClientPreset {
@@ -152,9 +195,17 @@ names!(ClientPreset {
     RedlockPy => "redlock-py",
     NodeRedlock => "node-redlock",
     RedlockRb => "redlock-rb",
+    Redisson => "redisson",
+    Redisson343 => "redisson@3.43",
 });
 
-/// One preset's behaviours.
+/// The protocols whose client is a Redlock client.
+const REDLOCK: &[&str] = &["redlock"];
+/// The protocols whose client is Redisson's `RLock` (the watchdog family).
+const RLOCK: &[&str] = &["watchdog", "replicated", "fencing-redis"];
+const REDISSON: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+
+/// One Redlock preset's behaviours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Behaviour {
     pub value: LockValue,
@@ -164,6 +215,17 @@ pub struct Behaviour {
     pub decide: Decide,
     pub validity_check: bool,
     pub elapsed_clock: ElapsedClock,
+    pub shape: LockShape,
+}
+
+/// One single-Redis (watchdog family) preset's behaviours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RLockBehaviour {
+    pub value: LockValue,
+    pub shape: LockShape,
+    /// Replicas the client waits for after each lock script (`WAIT n`).
+    pub wait_replicas: u8,
+    pub renewal_on_error: RenewalOnError,
 }
 
 impl ClientPreset {
@@ -175,14 +237,31 @@ impl ClientPreset {
             ClientPreset::RedlockPy => "SPSCommerce/redlock-py 1.0.8",
             ClientPreset::NodeRedlock => "mike-marcacci/node-redlock v5",
             ClientPreset::RedlockRb => "leandromoreira/redlock-rb (the `redlock` gem)",
+            ClientPreset::Redisson => "redisson/redisson 3.44+ (RLock; RedissonRedLock on redlock)",
+            ClientPreset::Redisson343 => "redisson/redisson up to 3.43 (RLock)",
         }
     }
 
-    /// The behaviours it sets (docs/clients.md gives the source of each).
-    pub fn behaviour(self) -> Behaviour {
+    /// The protocols this library is a client of.
+    pub fn protocols(self) -> &'static [&'static str] {
+        match self {
+            ClientPreset::Redisson => REDISSON,
+            ClientPreset::Redisson343 => RLOCK,
+            _ => REDLOCK,
+        }
+    }
+
+    /// Whether the preset is a client of `protocol`.
+    pub fn fits(self, protocol: &str) -> bool {
+        self.protocols().contains(&protocol)
+    }
+
+    /// The Redlock behaviours it sets (docs/clients.md gives the source of
+    /// each); `None` for a library that is no Redlock client.
+    pub fn redlock(self) -> Option<Behaviour> {
         use ElapsedClock::{Monotonic, Wall};
         let b = |value, unlock_on_failure, release, requests, decide, validity_check, clock| {
-            Behaviour {
+            Some(Behaviour {
                 value,
                 unlock_on_failure,
                 release,
@@ -190,7 +269,8 @@ impl ClientPreset {
                 decide,
                 validity_check,
                 elapsed_clock: clock,
-            }
+                shape: LockShape::String,
+            })
         };
         match self {
             ClientPreset::Page => b(
@@ -238,34 +318,100 @@ impl ClientPreset {
                 true,
                 Monotonic,
             ),
+            // `RedissonMultiLock.tryLock`: one instance after another, the
+            // locks it got unlocked and awaited after a failed round
+            // (`unlockInner`), no validity check; the elapsed time only
+            // bounds the wait, so its clock decides nothing.
+            // Every instance holds a reentrant hash, as an `RLock` does.
+            ClientPreset::Redisson => b(
+                LockValue::PerThread,
+                UnlockOnFailure::Await,
+                Release::Await,
+                Requests::Sequential,
+                Decide::AllReplies,
+                false,
+                Wall,
+            )
+            .map(|b| Behaviour {
+                shape: LockShape::Hash,
+                ..b
+            }),
+            ClientPreset::Redisson343 => None,
         }
     }
 
-    /// The behaviours, as the options that set them.
-    pub fn summary(self) -> String {
-        let b = self.behaviour();
-        format!(
-            "--value {} --unlock-on-failure {} --release {} --requests {} --decide {} --validity-check {} --elapsed-clock {}",
-            b.value.name(),
-            b.unlock_on_failure.name(),
-            b.release.name(),
-            b.requests.name(),
-            b.decide.name(),
-            if b.validity_check { "on" } else { "off" },
-            b.elapsed_clock.name()
-        )
+    /// The single-Redis behaviours it sets; `None` for a Redlock-only client.
+    pub fn rlock(self) -> Option<RLockBehaviour> {
+        let redisson = |renewal_on_error| {
+            Some(RLockBehaviour {
+                value: LockValue::PerThread,
+                shape: LockShape::Hash,
+                wait_replicas: 1,
+                renewal_on_error,
+            })
+        };
+        match self {
+            ClientPreset::Redisson => redisson(RenewalOnError::Retry),
+            ClientPreset::Redisson343 => redisson(RenewalOnError::Stop),
+            _ => None,
+        }
     }
 
-    /// Sets every behaviour of the preset in `p`.
-    pub fn apply(self, p: &mut Params) {
-        let b = self.behaviour();
+    /// The behaviours, as the options that set them, for each family of
+    /// protocols the preset fits.
+    pub fn summary(self) -> String {
+        let mut parts = Vec::new();
+        if let Some(b) = self.redlock() {
+            parts.push(format!(
+                "redlock: --value {} --unlock-on-failure {} --release {} --requests {} --decide {} --validity-check {} --elapsed-clock {} --lock-shape {}",
+                b.value.name(),
+                b.unlock_on_failure.name(),
+                b.release.name(),
+                b.requests.name(),
+                b.decide.name(),
+                if b.validity_check { "on" } else { "off" },
+                b.elapsed_clock.name(),
+                b.shape.name()
+            ));
+        }
+        if let Some(b) = self.rlock() {
+            parts.push(format!(
+                "watchdog, replicated: --value {} --lock-shape {} --wait-replicas {} --renewal-on-error {}; fencing-redis: the same but --lock-shape (its token script sets a string)",
+                b.value.name(),
+                b.shape.name(),
+                b.wait_replicas,
+                b.renewal_on_error.name()
+            ));
+        }
+        parts.join("; ")
+    }
+
+    /// Sets every behaviour the preset has for `protocol` in `p` (nothing
+    /// but the name when it is no client of `protocol`: `Params::validate`
+    /// refuses that).
+    pub fn apply(self, p: &mut Params, protocol: &str) {
         p.client = Some(self);
-        p.value = b.value;
-        p.unlock_on_failure = b.unlock_on_failure;
-        p.release = b.release;
-        p.requests = b.requests;
-        p.decide = b.decide;
-        p.validity_check = b.validity_check;
-        p.elapsed_clock = b.elapsed_clock;
+        if REDLOCK.contains(&protocol)
+            && let Some(b) = self.redlock()
+        {
+            p.value = b.value;
+            p.unlock_on_failure = b.unlock_on_failure;
+            p.release = b.release;
+            p.requests = b.requests;
+            p.decide = b.decide;
+            p.validity_check = b.validity_check;
+            p.elapsed_clock = b.elapsed_clock;
+            p.lock_shape = b.shape;
+        }
+        if RLOCK.contains(&protocol)
+            && let Some(b) = self.rlock()
+        {
+            p.value = b.value;
+            if protocol != "fencing-redis" {
+                p.lock_shape = b.shape;
+            }
+            p.wait_replicas = b.wait_replicas;
+            p.renewal_on_error = b.renewal_on_error;
+        }
     }
 }

@@ -108,7 +108,7 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
             Some(_) => Reply::Nil,
             None => {
                 let exp = expiry(x, Some(ttl));
-                x.w.redis[si].lock = Some(Entry { val, exp });
+                x.w.redis[si].lock = Some(Entry::new(val, exp));
                 replicate_later(x, si, ReplKind::Set(val), Some(exp));
                 Reply::Ok
             }
@@ -117,7 +117,7 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
             Some(_) => Reply::Int(0),
             None => {
                 let exp = expiry(x, None);
-                x.w.redis[si].lock = Some(Entry { val, exp });
+                x.w.redis[si].lock = Some(Entry::new(val, exp));
                 replicate_later(x, si, ReplKind::Set(val), Some(exp));
                 Reply::Int(1)
             }
@@ -126,7 +126,7 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
             Some(e) => {
                 touch_foreign(x.w, from, e.val.client, Touch::Extended);
                 let exp = expiry(x, Some(ttl));
-                x.w.redis[si].lock = Some(Entry { val: e.val, exp });
+                x.w.redis[si].lock = Some(Entry { exp, ..e });
                 replicate_later(x, si, ReplKind::Expire, Some(exp));
                 Reply::Int(1)
             }
@@ -157,7 +157,7 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
         Cmd::Renew { val, ttl } => match cur {
             Some(e) if x.m.params.value.same(e.val, val) => {
                 let exp = expiry(x, Some(ttl));
-                x.w.redis[si].lock = Some(Entry { val: e.val, exp });
+                x.w.redis[si].lock = Some(Entry { exp, ..e });
                 replicate_later(x, si, ReplKind::Expire, Some(exp));
                 Reply::Int(1)
             }
@@ -167,13 +167,45 @@ pub fn execute(x: &mut Ctx, s: u8, from: u8, cmd: Cmd) -> Reply {
             Some(_) => Reply::Nil,
             None => {
                 let exp = expiry(x, Some(ttl));
-                x.w.redis[si].lock = Some(Entry { val, exp });
+                x.w.redis[si].lock = Some(Entry::new(val, exp));
                 x.w.redis[si].counter += 1;
                 let token = x.w.redis[si].counter;
                 replicate_later(x, si, ReplKind::SetAndIncr(val), Some(exp));
                 x.w.issue_token(token);
                 Reply::Token(token)
             }
+        },
+        Cmd::HashLock { val, ttl } => match cur {
+            Some(e) if !x.m.params.value.same(e.val, val) => Reply::Nil,
+            _ => {
+                // Absent, or held by this very value: one more hold and a
+                // fresh TTL (a re-entry, or a retry whose first try had
+                // already landed).
+                let holds = cur.map_or(0, |e| e.holds).saturating_add(1);
+                let val = cur.map_or(val, |e| e.val);
+                let exp = expiry(x, Some(ttl));
+                x.w.redis[si].lock = Some(Entry { val, exp, holds });
+                replicate_later(x, si, ReplKind::Holds(val, holds), Some(exp));
+                Reply::Ok
+            }
+        },
+        Cmd::HashUnlock { val, ttl } => match cur {
+            Some(e) if x.m.params.value.same(e.val, val) => {
+                if e.holds > 1 {
+                    let exp = expiry(x, Some(ttl));
+                    let holds = e.holds - 1;
+                    x.w.redis[si].lock = Some(Entry { exp, holds, ..e });
+                    replicate_later(x, si, ReplKind::Holds(e.val, holds), Some(exp));
+                    Reply::Int(0)
+                } else {
+                    stale_own_delete(x.w, from, val, e.val);
+                    x.w.redis[si].lock = None;
+                    replicate_later(x, si, ReplKind::Del, None);
+                    Reply::Int(1)
+                }
+            }
+            // "attempt to unlock lock, not locked by current thread"
+            _ => Reply::Nil,
         },
         // The consensus service's requests never reach Redis.
         Cmd::Open
@@ -205,7 +237,20 @@ pub fn stale(w: &World, msg: &Msg) -> String {
 pub fn deliver(x: &mut Ctx, s: u8, msg: Msg) {
     let Node::Client(c) = msg.from else { return };
     let Body::Req(cmd) = msg.body else { return };
+    let queued = x.w.redis[s as usize].backlog.len();
     let reply = execute(x, s, c, cmd);
+    // `WAIT`: the reply leaves once the replica has applied every write of
+    // the stream up to and including this command's own (Redisson sends
+    // each lock script and `WAIT` as one batch, so it reads both answers
+    // together). A command that wrote nothing has nothing to wait for; and
+    // with no replica connected nothing is queued, as Redisson then counts
+    // no replica to wait for.
+    let backlog = x.w.redis[s as usize].backlog.len();
+    let repl_wait = if x.m.params.wait_replicas > 0 && backlog > queued {
+        backlog as u8
+    } else {
+        0
+    };
     ev!(
         x.log,
         EventKind::Execute,
@@ -228,14 +273,51 @@ pub fn deliver(x: &mut Ctx, s: u8, msg: Msg) {
         );
         return;
     }
-    x.put(
+    if repl_wait > 0 {
+        ev!(
+            x.log,
+            EventKind::Note,
+            x.w.server_name(s),
+            Some(x.w.client_name(c)),
+            "WAIT 1: the reply waits until the replica has the write"
+        );
+    }
+    x.put_waiting(
         Node::Redis(s),
         Node::Client(c),
         msg.chan,
         msg.conn,
         Body::Reply(reply),
-        false,
+        repl_wait,
     );
+}
+
+/// The replica acknowledged one more write of primary `p`'s stream:
+/// replies held by `WAIT` move up, and one that waited for nothing more
+/// leaves now. `all`: a full resynchronisation delivered the whole stream.
+fn acknowledge(x: &mut Ctx, p: u8, all: bool) {
+    let mut freed = false;
+    for i in 0..x.w.net.len() {
+        let m = x.w.net[i];
+        if m.from != Node::Redis(p) || m.repl_wait == 0 {
+            continue;
+        }
+        let left = if all { 0 } else { m.repl_wait - 1 };
+        x.w.net[i].repl_wait = left;
+        if left == 0 {
+            x.w.net[i].clk = x.t.reset();
+            freed = true;
+        }
+    }
+    if freed {
+        ev!(
+            x.log,
+            EventKind::Note,
+            x.w.server_name(p),
+            None,
+            "the replica acknowledged: WAIT returns 1, the reply leaves"
+        );
+    }
 }
 
 /// The replica applies the oldest write of the primary's stream.
@@ -245,10 +327,18 @@ pub fn replicate(x: &mut Ctx, p: u8) {
         return;
     }
     let op = x.w.redis[p as usize].backlog.remove(0);
+    acknowledge(x, p, false);
     let rep = &mut x.w.redis[r];
     match op.kind {
         ReplKind::Set(val) => {
-            rep.lock = Some(Entry { val, exp: op.exp });
+            rep.lock = Some(Entry::new(val, op.exp));
+        }
+        ReplKind::Holds(val, holds) => {
+            rep.lock = Some(Entry {
+                val,
+                exp: op.exp,
+                holds,
+            });
         }
         ReplKind::Del => rep.lock = None,
         ReplKind::Expire => {
@@ -257,7 +347,7 @@ pub fn replicate(x: &mut Ctx, p: u8) {
             }
         }
         ReplKind::SetAndIncr(val) => {
-            rep.lock = Some(Entry { val, exp: op.exp });
+            rep.lock = Some(Entry::new(val, op.exp));
             rep.counter += 1;
         }
     }
@@ -277,6 +367,7 @@ pub fn op_text(op: ReplKind) -> String {
         ReplKind::Del => "DEL lock".into(),
         ReplKind::Expire => "PEXPIREAT lock".into(),
         ReplKind::SetAndIncr(v) => format!("MULTI SET lock {} PXAT; INCR token EXEC", v.text()),
+        ReplKind::Holds(v, n) => format!("MULTI HSET lock {} {n}; PEXPIREAT lock EXEC", v.text()),
     }
 }
 
@@ -329,15 +420,16 @@ fn resync(x: &mut Ctx) {
     };
     let offset = x.w.redis[r].clock - x.w.redis[p].clock;
     let lock = x.w.redis[p].lock.map(|e| Entry {
-        val: e.val,
         exp: Expiry {
             shift: e.exp.shift + offset,
             ..e.exp
         },
+        ..e
     });
     x.w.redis[r].lock = lock;
     x.w.redis[r].counter = x.w.redis[p].counter;
     x.w.redis[p].backlog.clear();
+    acknowledge(x, p as u8, true);
 }
 
 /// Server `s` is back up, empty.

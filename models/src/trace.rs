@@ -59,6 +59,7 @@ pub fn action_text(a: &Action) -> String {
         Action::Resume { client } => format!("c{} resumes", client + 1),
         Action::ComeUp { server } => format!("redis{} comes back up", server + 1),
         Action::SessionExpires { client } => format!("c{}'s session expires", client + 1),
+        Action::Reap => "the empty container /lock is reaped".to_string(),
         Action::Pause { client } => format!("FAULT pause c{}", client + 1),
         Action::Slow { client } => format!("FAULT slow c{}", client + 1),
         Action::Drop { msg } => {

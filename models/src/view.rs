@@ -47,6 +47,7 @@ fn phase_text(m: &LockModel, s: &CState, i: usize) -> String {
         Phase::Write => "in critical section (write due)".into(),
         Phase::Leave => "leaving critical section".into(),
         Phase::Release(k) => format!("releasing (step {})", k + 1),
+        Phase::Task => format!("released; its async task is working ({waited}), the write to come"),
         Phase::Done => "done".into(),
     }
 }

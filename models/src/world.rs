@@ -47,6 +47,10 @@ fn is_zero(v: &u8) -> bool {
     *v == 0
 }
 
+fn is_zero16(v: &u16) -> bool {
+    *v == 0
+}
+
 fn is_false(v: &bool) -> bool {
     !*v
 }
@@ -111,6 +115,14 @@ pub enum Cmd {
     PExpire { ttl: Micros },
     /// `EVAL "if SET NX PX ok then return INCR token"` (fenced acquire)
     FencedSet { val: Val, ttl: Micros },
+    /// Redisson's acquire script on its reentrant hash: if the key is
+    /// absent or holds field `val`, `HINCRBY lock val 1` and `PEXPIRE ttl`,
+    /// reply nil (here `OK`); else reply the holder's PTTL (here nil).
+    HashLock { val: Val, ttl: Micros },
+    /// Redisson's unlock script: nil if field `val` is absent; else
+    /// `HINCRBY lock val -1`, then `PEXPIRE ttl` and 0 while holds are
+    /// left, or `DEL` and 1 at zero.
+    HashUnlock { val: Val, ttl: Micros },
     /// Consensus service: open a session (ZooKeeper connect, etcd
     /// `LeaseGrant`).
     Open,
@@ -147,7 +159,9 @@ impl Cmd {
             | Cmd::SetNx { val }
             | Cmd::Cad { val }
             | Cmd::Renew { val, .. }
-            | Cmd::FencedSet { val, .. } => Some(val),
+            | Cmd::FencedSet { val, .. }
+            | Cmd::HashLock { val, .. }
+            | Cmd::HashUnlock { val, .. } => Some(val),
             _ => None,
         }
     }
@@ -159,7 +173,9 @@ impl Cmd {
             | Cmd::SetNx { val }
             | Cmd::Cad { val }
             | Cmd::Renew { val, .. }
-            | Cmd::FencedSet { val, .. } => Some(val),
+            | Cmd::FencedSet { val, .. }
+            | Cmd::HashLock { val, .. }
+            | Cmd::HashUnlock { val, .. } => Some(val),
             _ => None,
         }
     }
@@ -183,6 +199,16 @@ impl Cmd {
                     ms(ttl)
                 )
             }
+            Cmd::HashLock { val, ttl } => format!(
+                "EVAL hash-lock lock {} {} (HINCRBY if absent or mine)",
+                val.text(),
+                ms(ttl)
+            ),
+            Cmd::HashUnlock { val, ttl } => format!(
+                "EVAL hash-unlock lock {} {} (HINCRBY -1, DEL at 0)",
+                val.text(),
+                ms(ttl)
+            ),
             Cmd::Open => "open session / grant lease".into(),
             Cmd::Lock { .. } => "LOCK".into(),
             Cmd::Create { .. } => "create /lock/node- EPHEMERAL|SEQUENTIAL".into(),
@@ -295,6 +321,12 @@ pub struct Msg {
     /// connection, or crashed): it still runs on the server, but its reply
     /// goes nowhere.
     pub orphan: bool,
+    /// A reply held back by `WAIT` (`--wait-replicas`): the number of
+    /// writes of its server's replication stream that must reach the
+    /// replica before it leaves. It cannot arrive while this is above 0;
+    /// its clock is re-armed when it reaches 0 (the reply is sent then).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repl_wait: u8,
     /// Time since it was sent (or re-armed, when `late`).
     pub clk: Clk,
 }
@@ -313,11 +345,30 @@ pub struct Expiry {
     pub since: Clk,
 }
 
+fn one() -> u8 {
+    1
+}
+
+fn is_one(v: &u8) -> bool {
+    *v == 1
+}
+
 /// The lock key's value and expiry on one server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Entry {
     pub val: Val,
     pub exp: Expiry,
+    /// Holds counted in Redisson's reentrant hash (`--lock-shape hash`):
+    /// the value of the field `val`; always 1 for a string key.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub holds: u8,
+}
+
+impl Entry {
+    /// A key holding `val` once.
+    pub fn new(val: Val, exp: Expiry) -> Entry {
+        Entry { val, exp, holds: 1 }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -351,6 +402,24 @@ pub enum ReplKind {
     /// A fenced acquire script's effects, `SET` and `INCR token`: Redis 7
     /// ships a script's writes to replicas as one `MULTI`/`EXEC`.
     SetAndIncr(Val),
+    /// A hash-lock script's effects: field `Val` now counts this many
+    /// holds (`HINCRBY`, `PEXPIREAT`).
+    Holds(Val, u8),
+}
+
+impl ReplKind {
+    /// The lock value the write carries.
+    pub fn val(mut self) -> Option<Val> {
+        self.val_mut().map(|v| *v)
+    }
+
+    /// The lock value the write carries, to change.
+    pub fn val_mut(&mut self) -> Option<&mut Val> {
+        match self {
+            ReplKind::Set(v) | ReplKind::SetAndIncr(v) | ReplKind::Holds(v, _) => Some(v),
+            ReplKind::Del | ReplKind::Expire => None,
+        }
+    }
 }
 
 /// A replicated write and the expiry it carries; `exp.since` is the time
@@ -415,6 +484,9 @@ pub enum Phase {
     /// Releasing; the protocol's step number; waiting for a reply or the
     /// request timeout.
     Release(u8),
+    /// Released, while the asynchronous task it handed its write to
+    /// (`--handoff async`) still works: the task's write is next.
+    Task,
     /// All acquisitions done.
     Done,
 }
@@ -628,9 +700,10 @@ pub struct Ghost {
     /// First time a client deleted or re-timed a lock entry another client
     /// owned: (the client, the owner, what it did).
     pub foreign: Option<(u8, u8, Touch)>,
-    /// Highest fencing token granted so far.
+    /// Highest fencing token a client has received so far.
     pub last_token: Option<u16>,
-    /// A token was granted that was not above every earlier one: (token, previous highest).
+    /// A token was granted that was not above every token a client had
+    /// received: (token, highest received).
     pub token_regressed: Option<(u16, u16)>,
     /// An operation's write took effect a second time (`no_duplicate_effect`).
     #[serde(default)]
@@ -657,6 +730,10 @@ pub struct CoordEntry {
     pub round: u8,
     /// Creation revision (etcd) / czxid (ZooKeeper): the fencing token.
     pub rev: u16,
+    /// ZooKeeper: the sequence suffix of its node's name, the parent's
+    /// `cversion` when it was created (`--token sequence`).
+    #[serde(default, skip_serializing_if = "is_zero16")]
+    pub seq: u16,
 }
 
 /// The consensus-backed lock service (ZooKeeper or etcd semantics):
@@ -674,6 +751,11 @@ pub struct Coord {
     pub entries: Vec<CoordEntry>,
     /// Watches set: (watcher, watched entry's rev).
     pub watches: Vec<(u8, u16)>,
+    /// ZooKeeper: the lock's parent node's `cversion`, bumped by every
+    /// child created or deleted; the next sequential child's suffix. Back
+    /// to 0 when the empty container parent is reaped and made again.
+    #[serde(default, skip_serializing_if = "is_zero16")]
+    pub cversion: u16,
 }
 
 /// The whole world.
@@ -698,9 +780,7 @@ impl World {
         for r in &self.redis {
             v.extend(r.lock.map(|e| e.val));
             for op in &r.backlog {
-                if let ReplKind::Set(x) | ReplKind::SetAndIncr(x) = op.kind {
-                    v.push(x);
-                }
+                v.extend(op.kind.val());
             }
         }
         for m in &self.net {
@@ -727,9 +807,7 @@ impl World {
                 f(&mut e.val);
             }
             for op in &mut r.backlog {
-                if let ReplKind::Set(x) | ReplKind::SetAndIncr(x) = &mut op.kind {
-                    f(x);
-                }
+                op.kind.val_mut().into_iter().for_each(f);
             }
         }
         for m in &mut self.net {
@@ -759,8 +837,11 @@ impl World {
             })
             .unwrap_or(0)
     }
-    /// The lock service issues fencing token `t` with a grant. Records a
-    /// token that is not above every earlier one (`token_monotonic`).
+    /// The lock service grants fencing token `t`. `token_monotonic` is
+    /// judged against the tokens clients have received: a grant that is
+    /// not above every one of them is recorded. A token granted but never
+    /// received (its reply lost, or held by `WAIT` until a failover)
+    /// fences nothing, so a later grant may repeat it.
     pub fn issue_token(&mut self, t: u16) {
         let g = &mut self.ghost;
         if let Some(last) = g.last_token
@@ -769,6 +850,11 @@ impl World {
         {
             g.token_regressed = Some((t, last));
         }
+    }
+
+    /// A client received fencing token `t` and enters with it.
+    pub fn receive_token(&mut self, t: u16) {
+        let g = &mut self.ghost;
         g.last_token = Some(g.last_token.map_or(t, |l| l.max(t)));
     }
 

@@ -3,7 +3,7 @@
 
 mod common;
 use common::*;
-use locklab_models::presets::{ClientPreset, LockValue, Requests};
+use locklab_models::presets::{ClientPreset, LockShape, LockValue, RenewalOnError, Requests};
 use locklab_models::world::{Phase, Touch, Vote};
 use locklab_models::{Action, FaultKind::*, Invariant::*, LockModel, Params};
 
@@ -16,7 +16,7 @@ fn one_instance(
     model_with("redlock", faults, |p| {
         p.instances = 1;
         p.quorum = 1;
-        preset.apply(p);
+        preset.apply(p, "redlock");
         f(p);
     })
 }
@@ -127,7 +127,7 @@ fn a_sequential_client_has_one_request_in_flight_at_a_time() {
     let m = model_with("redlock", &[Pause], |p| {
         p.instances = 3;
         p.quorum = 2;
-        ClientPreset::RedlockPy.apply(p);
+        ClientPreset::RedlockPy.apply(p, "redlock");
     });
     assert_eq!(m.params.requests, Requests::Sequential);
     let r = check(&m, &[NoLostUpdate]);
@@ -142,4 +142,106 @@ fn a_sequential_client_has_one_request_in_flight_at_a_time() {
         }
     }
     assert!(asked_one_by_one, "some instance waited its turn");
+}
+
+#[test]
+fn redisson_waits_for_the_replica_so_a_failover_keeps_what_it_acknowledged() {
+    // Without `WAIT` a failover loses an acknowledged lock (and the
+    // fencing counter's last increment); Redisson's `WAIT 1` after each
+    // lock script holds its answer until the replica has the write.
+    let replicated = |preset: Option<ClientPreset>| {
+        model_with("replicated", &[Failover], |p| {
+            if let Some(c) = preset {
+                c.apply(p, "replicated");
+            }
+        })
+    };
+    assert_eq!(violated(&replicated(None), MutualExclusion), 7);
+    let redisson = replicated(Some(ClientPreset::Redisson));
+    assert_eq!(redisson.params.wait_replicas, 1);
+    holds(&redisson, MutualExclusion);
+    // The same client with `--wait-replicas 0` breaks again: the wait is
+    // what saves it, not the hash or the value.
+    let no_wait = model_with("replicated", &[Failover], |p| {
+        ClientPreset::Redisson.apply(p, "replicated");
+        p.wait_replicas = 0;
+    });
+    violated(&no_wait, MutualExclusion);
+
+    let fencing = |wait: u8| {
+        model_with("fencing-redis", &[Failover], |p| {
+            ClientPreset::Redisson.apply(p, "fencing-redis");
+            p.wait_replicas = wait;
+        })
+    };
+    let f = fencing(1);
+    assert_eq!(
+        f.params.lock_shape,
+        LockShape::String,
+        "a token script sets a string"
+    );
+    holds(&f, TokenMonotonic);
+    assert_eq!(violated(&fencing(0), TokenMonotonic), 6);
+}
+
+#[test]
+fn redisson_3_43_stops_renewing_for_good_after_one_failed_renewal() {
+    // A renewal that is lost (or answered too late) times out. Redisson
+    // 3.44+ retries at the next period; up to 3.43 the watchdog stops,
+    // the key expires under a live holder, and another client enters.
+    let watchdog = |preset: ClientPreset| {
+        model_with("watchdog", &[Loss, Slow], |p| preset.apply(p, "watchdog"))
+    };
+    let old = watchdog(ClientPreset::Redisson343);
+    assert_eq!(old.params.renewal_on_error, RenewalOnError::Stop);
+    let r = check(&old, &[MutualExclusion]);
+    let path = r.violations.get(&MutualExclusion).expect("3.43 breaks");
+    assert!(
+        path.iter().any(|(a, _)| matches!(a, Action::Drop { .. })),
+        "a message is lost on the way"
+    );
+    holds(&watchdog(ClientPreset::Redisson), MutualExclusion);
+}
+
+#[test]
+fn a_thread_value_in_a_reentrant_hash_lets_a_stale_unlock_delete_the_next_acquisition() {
+    // Redisson's field is `UUID:threadId`: both acquisitions of one thread
+    // write the same field. acquisition 1's unlock, held up in the
+    // network, counts down acquisition 2's hold and deletes the key.
+    let m = model_with("watchdog", &[Delay], |p| {
+        ClientPreset::Redisson.apply(p, "watchdog");
+        p.clients = 1;
+        p.acquisitions = 2;
+    });
+    assert_eq!(m.params.lock_shape, LockShape::Hash);
+    let r = check(&m, &[Ownership]);
+    let path = r.violations.get(&Ownership).expect("ownership breaks");
+    let ws = worlds(&m, path);
+    let last = ws.last().unwrap();
+    assert_eq!(
+        last.ghost.foreign.map(|f| f.2),
+        Some(Touch::DeletedOwnCurrent)
+    );
+    assert_eq!(
+        last.clients[0].round, 1,
+        "the second acquisition lost its key"
+    );
+    // A value per acquisition (every other client) is immune.
+    let per_call = model_with("watchdog", &[Delay], |p| {
+        ClientPreset::Redisson.apply(p, "watchdog");
+        p.clients = 1;
+        p.acquisitions = 2;
+        p.value = LockValue::PerCall;
+    });
+    holds(&per_call, Ownership);
+}
+
+#[test]
+fn a_preset_is_refused_for_a_protocol_it_is_no_client_of() {
+    let proto = locklab_models::protocols::by_name("watchdog").unwrap();
+    let mut p = Params::defaults(proto);
+    ClientPreset::Redsync.apply(&mut p, "watchdog");
+    let err = LockModel::new(proto, p).expect_err("redsync is no watchdog client");
+    let text = err.to_string();
+    assert!(text.contains("redisson, redisson@3.43"), "{text}");
 }

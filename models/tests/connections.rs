@@ -258,6 +258,7 @@ fn a_loss_breaks_the_stream_behind_it() {
             late: false,
             arrived: false,
             orphan: false,
+            repl_wait: 0,
             clk: locklab_models::time::Clk(0),
         };
         w.send_msg(msg(0), network == Network::Fifo);

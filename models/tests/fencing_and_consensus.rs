@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use locklab_models::engine::zone::Succ;
-use locklab_models::params::{ResourceCheck, TokenRule};
+use locklab_models::params::{CrashKind, ResourceCheck, TokenRule, TokenSource};
 use locklab_models::search::fingerprint;
 use locklab_models::world::{Body, Phase, Reply};
 use locklab_models::{Action, FaultKind, FaultKind::*, Invariant::*, LockModel, protocols};
@@ -284,4 +284,43 @@ fn a_stop_while_a_trace_is_rebuilt_claims_nothing_false() {
             );
         }
     }
+}
+
+#[test]
+fn a_dead_business_thread_leaves_its_session_or_watchdog_and_so_its_lock() {
+    // `--crash thread`: the business thread dies without its `finally`; the
+    // session heartbeat (ZooKeeper, etcd) or the watchdog (Redisson) runs
+    // on in the same process, so the entry never goes away. A process
+    // crash takes the heartbeat with it: the session expires, the key
+    // with it.
+    for p in ["zookeeper", "etcd", "watchdog"] {
+        let thread = model_with(p, &[Crash], |p| p.crash = CrashKind::Thread);
+        let r = check(&thread, &[NoOrphanLock]);
+        let path = r.violations.get(&NoOrphanLock).expect("an orphan");
+        let ws = worlds(&thread, path);
+        let last = ws.last().unwrap();
+        let dead = last.clients.iter().position(|c| !c.alive).expect("a crash");
+        assert!(
+            last.clients[dead].wd.is_some(),
+            "{p}: its renewal thread runs on"
+        );
+        holds(&model(p, &[Crash]), NoOrphanLock);
+    }
+}
+
+#[test]
+fn a_sequence_number_token_starts_over_when_the_container_is_reaped() {
+    // The article takes the node's sequence number for a monotonic token.
+    // It is the parent's `cversion`: when the holder's session expires the
+    // parent is empty, ZooKeeper reaps the container, and the next node
+    // gets sequence 0 again. The czxid never goes back.
+    let zk = |token: TokenSource| model_with("zookeeper", &[Pause], |p| p.token = token);
+    let m = zk(TokenSource::Sequence);
+    let r = check(&m, &[TokenMonotonic]);
+    let path = r
+        .violations
+        .get(&TokenMonotonic)
+        .expect("the token repeats");
+    assert!(path.iter().any(|(a, _)| matches!(a, Action::Reap)));
+    holds(&zk(TokenSource::Revision), TokenMonotonic);
 }

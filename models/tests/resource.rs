@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use locklab_models::params::{ResourceCheck, ResourceOp, TokenRule, TokenStore};
+use locklab_models::params::{Handoff, ResourceCheck, ResourceOp, TokenRule, TokenStore};
 use locklab_models::search::{SearchOptions, search};
 use locklab_models::{Action, FaultKind::*, Invariant, Invariant::*, LockModel, Params};
 use locklab_traces::EventKind;
@@ -745,5 +745,50 @@ fn the_queues_traces_speak_of_partitions_consumers_and_generations() {
         f.steps
             .iter()
             .any(|s| s.events.iter().any(|e| e.text.contains("LOCK")))
+    );
+}
+
+#[test]
+fn a_write_handed_to_an_async_task_runs_after_the_release_and_loses_an_update() {
+    // Article §4.4: the lock covers "this acquisition", not the business
+    // flow. A task the holder hands its write to writes after the release,
+    // while the next holder works: an update is lost with no fault at all.
+    let handoff = |h: Handoff, protocol: &str, f: fn(&mut Params)| {
+        model_with(protocol, &[], move |p| {
+            p.handoff = h;
+            f(p);
+        })
+    };
+    let r = check(
+        &handoff(Handoff::Async, "lua-release", |_| {}),
+        &[NoLostUpdate],
+    );
+    let path = r.violations.get(&NoLostUpdate).expect("an update is lost");
+    assert!(
+        path.iter()
+            .all(|(a, _)| locklab_models::faults::kind_of(a).is_none()),
+        "no fault is needed"
+    );
+    // Handing over the lock with the write (the task writes, then
+    // releases) keeps one executor in charge: nothing is lost.
+    holds(
+        &handoff(Handoff::Transfer, "lua-release", |_| {}),
+        NoLostUpdate,
+    );
+    // Or the task protects itself outside the lock: fenced reads turn
+    // its stale write away.
+    holds(
+        &handoff(Handoff::Async, "fencing", |p| {
+            p.resource_check = ResourceCheck::ReadWrite
+        }),
+        NoLostUpdate,
+    );
+    // Fencing the writes alone does not: the task writes before the next
+    // holder, with a token still the highest.
+    violated(
+        &handoff(Handoff::Async, "fencing", |p| {
+            p.resource_check = ResourceCheck::Write
+        }),
+        NoLostUpdate,
     );
 }

@@ -491,6 +491,11 @@ impl Driver<'_> {
                 "{}'s heartbeat timer: nothing real yet (a keepalive it sends reaches the server only when the trace delivers it)",
                 name(c)
             )),
+            Action::Reap => {
+                return Err(Error::Input(
+                    "the trace has ZooKeeper reap the empty container /lock (--token sequence): a real ensemble does that on its own schedule (znode.container.checkIntervalMs), which this replay does not drive".into(),
+                ));
+            }
             _ => {}
         }
         Ok(None)

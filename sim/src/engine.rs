@@ -511,6 +511,7 @@ impl<'p> Runner<'p> {
                 Action::Replicate { .. }
                 | Action::ComeUp { .. }
                 | Action::SessionExpires { .. }
+                | Action::Reap
                 | Action::Writer { .. }
                 | Action::Reconcile
                 | Action::DetectionLate => {
@@ -766,6 +767,7 @@ fn packet(m: &Msg) -> Msg {
         held: false,
         late: false,
         arrived: false,
+        repl_wait: 0,
         clk: Clk(0),
         ..*m
     }

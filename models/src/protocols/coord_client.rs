@@ -111,7 +111,14 @@ pub fn set_wd(x: &mut Ctx, c: u8, state: WdState, kind: WaitKind) {
 
 /// Release: delete the client's entry and close its session.
 pub fn release(x: &mut Ctx, c: u8) {
-    let rev = x.w.clients[c as usize].token.unwrap_or(0);
+    // The entry's revision (the token may be its sequence number instead).
+    let cl = &x.w.clients[c as usize];
+    let rev =
+        x.w.coord
+            .entries
+            .iter()
+            .find(|e| e.owner == c && e.round == cl.round)
+            .map_or(cl.token.unwrap_or(0), |e| e.rev);
     ask(x, c, Cmd::Remove { rev }, Phase::Release(0));
 }
 

@@ -22,7 +22,7 @@
 //! so a pause can still fall between the check and the write (Kleppmann).
 //! Retries of one acquisition reuse its value, as redsync does.
 
-use super::{Protocol, Service};
+use super::{Protocol, Service, redis_client as rc};
 use crate::client::{Ctx, arrived, ignore, take_replies};
 use crate::ev;
 use crate::faults::FaultKind;
@@ -46,11 +46,8 @@ pub struct Redlock;
 fn request(x: &Ctx, c: u8, phase: Phase) -> Cmd {
     let val = x.val(c);
     match phase {
-        Phase::Acquire(VOTING) => Cmd::SetNxPx {
-            val,
-            ttl: x.m.params.ttl,
-        },
-        _ => Cmd::Cad { val },
+        Phase::Acquire(VOTING) => rc::acquire_cmd(x, val),
+        _ => rc::release_cmd(x, val),
     }
 }
 
@@ -89,9 +86,9 @@ fn send_next(x: &mut Ctx, c: u8, phase: Phase) -> bool {
 /// Compare-and-delete on every instance, without waiting for the answers
 /// (the page's algorithm as locklab models it by default).
 fn unlock_all(x: &mut Ctx, c: u8) {
-    let val = x.val(c);
+    let cmd = rc::release_cmd(x, x.val(c));
     for s in 0..x.w.redis.len() {
-        x.notify(c, s as u8, Cmd::Cad { val });
+        x.notify(c, s as u8, cmd);
     }
 }
 

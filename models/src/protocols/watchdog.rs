@@ -8,7 +8,8 @@
 //! critical section does not stop it, a `pause` freezes it with everything
 //! else. As in Redisson, a renewal that finds the lock gone (reply 0) stops
 //! silently, and a renewal that times out is retried at the next period
-//! (Redisson >= 3.44).
+//! (Redisson >= 3.44) or, with `--renewal-on-error stop`, ends the watchdog
+//! for good (Redisson <= 3.43).
 //!
 //! Buggy variants: `--renew-unchecked` renews with a plain `PEXPIRE` (no
 //! ownership check); `--no-cancel` never cancels the renewal, so it outlives
@@ -20,6 +21,7 @@ use super::{Protocol, Renewal, Service, redis_client as rc};
 use crate::client::{Ctx, ignore};
 use crate::ev;
 use crate::faults::FaultKind;
+use crate::presets::RenewalOnError;
 use crate::world::{Chan, Cmd, Phase, Reply, WaitKind, WdState};
 use locklab_traces::EventKind;
 
@@ -91,8 +93,22 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
     }
 }
 
-/// A renewal timed out: try again at the next period.
+/// A renewal timed out (lost, late, or its connection reset): Redisson
+/// 3.44 and later tries again at the next period; up to 3.43 it gives up
+/// for good and tells nobody, so the key expires a TTL after the last renewal that
+/// landed while the holder keeps working.
 pub fn on_renew_timeout(x: &mut Ctx, c: u8) {
+    if x.m.params.renewal_on_error == RenewalOnError::Stop {
+        x.w.clients[c as usize].wd = None;
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "renewal timed out; the watchdog stops for good, silently (renewal-on-error=stop: Redisson <= 3.43)"
+        );
+        return;
+    }
     let every = x.m.params.renew_every;
     set_wd(x, c, WdState::Sleeping, WaitKind::Renewal);
     ev!(
@@ -115,8 +131,8 @@ pub fn on_reply(x: &mut Ctx, c: u8, reply: Reply) {
 }
 
 pub fn start_release(x: &mut Ctx, c: u8) {
-    let val = x.val(c);
-    rc::release_with(x, c, Cmd::Cad { val }, 0);
+    let cmd = rc::release_cmd(x, x.val(c));
+    rc::release_with(x, c, cmd, 0);
 }
 
 impl Protocol for Watchdog {

@@ -71,7 +71,10 @@ impl Protocol for Zookeeper {
                     x.w.clients[c as usize].token = None;
                     x.retry(c, "its node is gone (session expired)");
                 }
-                (true, None) => x.enter_cs(c, Some(rev)),
+                (true, None) => {
+                    let token = crate::coord::token_of(x.m, x.w, rev);
+                    x.enter_cs(c, Some(token))
+                }
                 (true, Some(p)) => cc::ask(x, c, Cmd::Watch { rev: p }, Phase::Acquire(WATCH)),
             },
             (Phase::Acquire(WATCH), Reply::Exists(true)) => {
