@@ -35,10 +35,15 @@ pub struct AgainstArgs {
     /// no-recheck, fence-reads, idempotent
     #[arg(long, value_name = "KNOBS", value_delimiter = ',')]
     pub off: Vec<String>,
+    /// Set yes/no knobs, comma-separated KNOB=true|false, on or off whatever
+    /// the trace carries (`--set renew-unchecked=false` runs the fix of the
+    /// unchecked renewal on its own counterexample); the knobs are --off's
+    #[arg(long = "set", value_name = "KNOB=BOOL", value_delimiter = ',')]
+    pub set: Vec<String>,
 }
 
-/// The yes/no knobs `--off` can switch off, by CLI name.
-const SWITCHES: &[&str] = &[
+/// The yes/no knobs `--off` and `--set` can switch, by CLI name.
+pub const SWITCHES: &[&str] = &[
     "renew-unchecked",
     "no-cancel",
     "delayed-restart",
@@ -47,8 +52,9 @@ const SWITCHES: &[&str] = &[
     "idempotent",
 ];
 
-/// Switches `knob` off in `p`.
-fn switch_off(p: &mut Params, knob: &str) -> Result<(), Failure> {
+/// Sets yes/no knob `knob` to `on` in `p`; `flag` is the option that
+/// named it, for the message when it is no such knob.
+fn switch(p: &mut Params, knob: &str, on: bool, flag: &str) -> Result<(), Failure> {
     let field = match knob {
         "renew-unchecked" => &mut p.renew_unchecked,
         "no-cancel" => &mut p.no_cancel,
@@ -56,15 +62,35 @@ fn switch_off(p: &mut Params, knob: &str) -> Result<(), Failure> {
         "no-recheck" => &mut p.no_recheck,
         "fence-reads" => &mut p.fence_reads,
         "idempotent" => &mut p.idempotent,
-        other => {
+        _ => {
             return Err(Failure::input(format!(
-                "--off {other}: not a yes/no knob; allowed: {}",
+                "{flag}: not a yes/no knob; allowed: {} (other knobs take their own option, e.g. --ttl 20s)",
                 SWITCHES.join(", ")
             )));
         }
     };
-    *field = false;
+    *field = on;
     Ok(())
+}
+
+/// `--set KNOB=true|false`: the knob and its value.
+fn parse_set(item: &str) -> Result<(&str, bool), Failure> {
+    let item = item.trim();
+    let (knob, value) = item.split_once('=').ok_or_else(|| {
+        Failure::input(format!(
+            "--set {item}: expected KNOB=true or KNOB=false (for example --set renew-unchecked=false)"
+        ))
+    })?;
+    let on = match value.trim() {
+        "true" => true,
+        "false" => false,
+        other => {
+            return Err(Failure::input(format!(
+                "--set {item}: {other:?} is not a yes/no value; allowed: true, false"
+            )));
+        }
+    };
+    Ok((knob.trim(), on))
 }
 
 /// The target model: the trace's world, the target protocol's own knobs
@@ -106,7 +132,12 @@ fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Fai
     }
     args.model.overlay(proto, &mut p)?;
     for knob in &args.off {
-        switch_off(&mut p, knob.trim())?;
+        let knob = knob.trim();
+        switch(&mut p, knob, false, &format!("--off {knob}"))?;
+    }
+    for item in &args.set {
+        let (knob, on) = parse_set(item)?;
+        switch(&mut p, knob, on, &format!("--set {}", item.trim()))?;
     }
     LockModel::new(proto, p).map_err(|e| Failure::input(crate::options::cli_names(&e.0)))
 }

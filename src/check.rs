@@ -79,7 +79,7 @@ pub struct CheckArgs {
 }
 
 /// The invariants a check covers, in the fixed order.
-fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> {
+pub fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> {
     let all: Vec<Invariant> = Invariant::ALL
         .into_iter()
         .filter(|i| i.applies(m))

@@ -59,6 +59,11 @@ pub enum Command {
     /// Generate the counterexample gallery: a page per protocol with each broken invariant's
     /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
     Docs(crate::docs::DocsArgs),
+    /// The workshop (docs/workshop/): list the exercises, or run exercise N: its situation and
+    /// prediction prompt, then, after Enter (or with --reveal), its commands, each verdict against
+    /// the expected one and the shortest counterexample as lanes. Run from the checkout root.
+    /// Exit codes: 0 every command gave what its exercise file expects, 1 one did not, 2 bad input
+    Workshop(crate::workshop::WorkshopArgs),
     /// Print a shell completion script: `locklab completions bash > /etc/bash_completion.d/locklab`
     Completions {
         /// The shell to complete in
@@ -225,10 +230,48 @@ fn explore(_: &ExploreArgs) -> Result<i32, Failure> {
     ))
 }
 
+/// A clearer message than clap's for a yes/no knob given a value
+/// (`--renew-unchecked=false`) or negated (`--no-renew-unchecked`): say how
+/// to switch it off.
+fn switch_hint(args: &[String]) -> Option<String> {
+    let switches = crate::against::SWITCHES;
+    args.iter().find_map(|a| {
+        let rest = a.strip_prefix("--")?;
+        let (name, value) = match rest.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (rest, None),
+        };
+        let knob = match value {
+            Some(_) if switches.contains(&name) => name,
+            None if !switches.contains(&name) => {
+                let k = name.strip_prefix("no-")?;
+                switches.iter().find(|s| **s == k)?
+            }
+            _ => return None,
+        };
+        Some(format!(
+            "{a}: a yes/no knob takes no value and has no --no- form; --{knob} switches it on, and it is off unless given. \
+             To switch off a knob a trace carries: locklab trace against PROTOCOL FILE --set {knob}=false (or --off {knob}). \
+             Yes/no knobs: {}",
+            switches.join(", ")
+        ))
+    })
+}
+
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
+            if e.use_stderr() {
+                let args: Vec<String> = std::env::args_os()
+                    .skip(1)
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect();
+                if let Some(hint) = switch_hint(&args) {
+                    note!("error: {hint}");
+                    return EXIT_BAD_INPUT;
+                }
+            }
             let code = if e.use_stderr() { EXIT_BAD_INPUT } else { 0 };
             // Help and version go to standard output, which may fail too.
             let printed = e.print().and_then(|_| {
@@ -259,6 +302,7 @@ pub fn run() -> i32 {
         Command::Simulate(a) => crate::sim_cmd::run(a),
         Command::Merge(a) => crate::sim_cmd::merge(a),
         Command::Docs(d) => crate::docs::run(d),
+        Command::Workshop(w) => crate::workshop::run(w),
         Command::Completions { shell } => completions(*shell),
         Command::Man => man(),
         Command::Schema(a) => schema(a),

@@ -19,6 +19,7 @@ mod report;
 mod sim_cmd;
 mod trace_cmd;
 mod watch;
+mod workshop;
 
 fn main() {
     // SIGPIPE stays ignored (Rust's default): a closed pipe is a write

@@ -1455,6 +1455,65 @@ fn trace_against_can_switch_off_a_bug_knob_the_trace_carries() {
 }
 
 #[test]
+fn trace_against_set_switches_a_knob_the_trace_carries_off_or_on() {
+    // `--set KNOB=false` is `--off KNOB`; `--set KNOB=true` switches one on.
+    let file = "docs/gallery/traces/article-renew-unchecked.json";
+    let fixed = locklab(&[
+        "trace",
+        "against",
+        "watchdog",
+        file,
+        "--set",
+        "renew-unchecked=false",
+    ]);
+    let out = stdout(&fixed);
+    assert_eq!(fixed.status.code(), Some(0), "{out}");
+    assert!(out.contains("renew-unchecked=false BLOCKS it"), "{out}");
+    let same = locklab(&[
+        "trace",
+        "against",
+        "watchdog",
+        file,
+        "--set",
+        "renew-unchecked=true",
+    ]);
+    assert_eq!(same.status.code(), Some(1), "{}", stdout(&same));
+    rejects(
+        &["trace", "against", "watchdog", file, "--set", "ttl=false"],
+        "--set ttl=false: not a yes/no knob; allowed: renew-unchecked, no-cancel",
+    );
+    rejects(
+        &[
+            "trace",
+            "against",
+            "watchdog",
+            file,
+            "--set",
+            "renew-unchecked=no",
+        ],
+        "\"no\" is not a yes/no value; allowed: true, false",
+    );
+    rejects(
+        &[
+            "trace",
+            "against",
+            "watchdog",
+            file,
+            "--set",
+            "renew-unchecked",
+        ],
+        "expected KNOB=true or KNOB=false",
+    );
+    // The forms people try first are refused with the way to do it.
+    for bad in ["--renew-unchecked=false", "--no-renew-unchecked"] {
+        rejects(
+            &["trace", "against", "watchdog", file, bad],
+            "--set renew-unchecked=false (or --off renew-unchecked)",
+        );
+    }
+}
+
+#[test]
 fn redlock_client_presets_are_listed_applied_and_checked() {
     // `list` names every preset with the options it sets.
     let out = stdout(&locklab(&["list"]));

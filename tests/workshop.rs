@@ -330,3 +330,166 @@ fn the_format_is_parsed_and_bad_lines_are_refused() {
         ["locklab list", "locklab check a --b c", "locklab r f"].map(String::from)
     );
 }
+
+/// Runs `locklab workshop ARGS` with `input` on standard input (no TTY).
+fn workshop(args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .arg("workshop")
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs locklab");
+    child
+        .stdin
+        .take()
+        .expect("a pipe")
+        .write_all(input.as_bytes())
+        .expect("writes");
+    child.wait_with_output().expect("runs locklab")
+}
+
+/// What `locklab workshop 4` shows, with or without waiting.
+fn shows_exercise_4(out: &std::process::Output) {
+    let text = common::stdout(out);
+    let err = common::stderr(out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{err}");
+    let situation = text.find("**Situation.** Three ways to release");
+    let predict = text.find("**Predict.**");
+    let first = text.find("$ locklab check naive-del --faults pause --invariants ownership");
+    assert!(
+        situation < predict && predict < first && situation.is_some(),
+        "the situation, the prompt, then the commands:\n{text}"
+    );
+    assert!(
+        !text.contains("**Run.**"),
+        "the sheet's commands are run, not shown:\n{text}"
+    );
+    // Every verdict is computed and set against the file's.
+    assert_eq!(text.matches("✓ as expected: ").count(), 9, "{text}");
+    assert!(text.contains("✓ as expected: ownership violated"), "{text}");
+    assert!(text.contains("✓ as expected: ownership holds"), "{text}");
+    assert!(text.contains("✓ as expected: exit 3"), "{text}");
+    // The shortest counterexample as lanes, with its story.
+    assert!(text.contains("◀ ownership broken"), "{text}");
+    assert!(text.contains("What happened"), "{text}");
+    assert!(text.contains("**Look for.**"), "{text}");
+    assert!(
+        text.contains("9 of 9 commands gave what the exercise file expects."),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "no colour off a terminal:\n{text}"
+    );
+}
+
+#[test]
+fn workshop_lists_the_exercises_and_refuses_an_unknown_one() {
+    let out = workshop(&[], "");
+    let text = common::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for f in exercise_files() {
+        let n: u32 = f
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .split('-')
+            .next()
+            .unwrap_or("")
+            .parse()
+            .expect("NN-");
+        assert!(text.contains(&format!("\n  {n:>2}  ")), "{n} in:\n{text}");
+    }
+    assert!(
+        text.contains("   4  whose lock did I delete? (§4)"),
+        "{text}"
+    );
+    for bad in ["5", "x", "0"] {
+        let out = workshop(&[bad], "");
+        let err = common::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(
+            err.contains(&format!(
+                "no exercise {bad}; the exercises are 1, 2, 3, 4, 6, 7"
+            )),
+            "{bad}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn workshop_4_reveal_runs_every_command_at_once() {
+    let out = workshop(&["4", "--reveal"], "");
+    shows_exercise_4(&out);
+    assert!(
+        !common::stderr(&out).contains("press Enter"),
+        "--reveal does not wait"
+    );
+}
+
+#[test]
+fn workshop_4_waits_for_enter_then_runs_every_command() {
+    use std::io::Write;
+    // No TTY: standard input is a pipe, kept open until Enter is sent.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["workshop", "4"])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("runs locklab");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        child.try_wait().expect("waits").is_none(),
+        "it waits for Enter before running the commands"
+    );
+    let mut stdin = child.stdin.take().expect("a pipe");
+    stdin.write_all(b"\n").expect("writes");
+    drop(stdin);
+    let out = child.wait_with_output().expect("runs");
+    shows_exercise_4(&out);
+    assert!(
+        common::stderr(&out).contains("press Enter to run the 9 commands"),
+        "{}",
+        common::stderr(&out)
+    );
+    // Enter on standard input, written at once, works the same.
+    shows_exercise_4(&workshop(&["4"], "\n"));
+}
+
+#[test]
+fn committed_solutions_are_what_the_checks_give_now() {
+    let committed = "docs/workshop/solutions.md";
+    let out = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["workshop", "--solutions"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs locklab");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "every command gives what its exercise file expects: {}",
+        common::stderr(&out)
+    );
+    let fresh = common::stdout(&out);
+    let have = std::fs::read_to_string(committed).unwrap_or_default();
+    if have != fresh {
+        let first = have
+            .lines()
+            .zip(fresh.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| have.lines().count().min(fresh.lines().count()));
+        panic!(
+            "{committed} is stale: regenerate it with `cargo run --release -- workshop --solutions > {committed}` and commit the result\n  first difference at line {}:\n  committed: {:?}\n  now:       {:?}",
+            first + 1,
+            have.lines().nth(first).unwrap_or(""),
+            fresh.lines().nth(first).unwrap_or("")
+        );
+    }
+}
