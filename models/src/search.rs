@@ -12,10 +12,11 @@
 //! deduplicates on the fingerprint of the symmetry representative but
 //! stores real successors, so paths replay exactly.
 //!
-//! Each level is expanded by worker threads in chunks (successor
-//! generation and canonical fingerprints are the cost) and merged in
-//! frontier order by one thread, so the result is the same for any number
-//! of threads.
+//! Each level is expanded in fixed chunks of the frontier (successor
+//! generation and canonical fingerprints are the cost), by as many worker
+//! threads as asked, and merged in frontier order by one thread: the chunks
+//! and the merge order do not depend on the number of threads, so neither
+//! do the states kept nor the result.
 //!
 //! Memory: one 64-bit fingerprint and one parent link per distinct state,
 //! plus the states of the current and the next level.
@@ -596,13 +597,19 @@ fn search_with(
                 break;
             }
             let hi = (lo + BATCH).min(frontier.len());
-            let batch: Vec<(Vec<Found>, u64)> = if threads <= 1 || hi - lo <= CHUNK {
-                vec![expand(&frontier, lo, hi, &seen, &pending)]
+            // The same chunks whatever the number of threads: a chunk drops
+            // the duplicates and included zones it finds within itself, so
+            // the chunking, not the threads, decides which states are kept.
+            let chunks: Vec<(usize, usize)> = (lo..hi)
+                .step_by(CHUNK)
+                .map(|a| (a, (a + CHUNK).min(hi)))
+                .collect();
+            let batch: Vec<(Vec<Found>, u64)> = if threads <= 1 || chunks.len() <= 1 {
+                chunks
+                    .iter()
+                    .map(|(a, b)| expand(&frontier, *a, *b, &seen, &pending))
+                    .collect()
             } else {
-                let chunks: Vec<(usize, usize)> = (lo..hi)
-                    .step_by(CHUNK)
-                    .map(|a| (a, (a + CHUNK).min(hi)))
-                    .collect();
                 let next_chunk = AtomicUsize::new(0);
                 let slots: Vec<OnceLock<(Vec<Found>, u64)>> =
                     (0..chunks.len()).map(|_| OnceLock::new()).collect();

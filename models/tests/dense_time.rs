@@ -469,3 +469,34 @@ fn a_drifting_trace_records_its_answers_and_refuses_forged_ones() {
     assert!(t.steps.iter().all(|s| s.answers.is_empty()));
     assert!(!t.to_json().contains("\"answers\""));
 }
+
+#[test]
+fn the_states_kept_do_not_depend_on_the_number_of_threads() {
+    // Zones included in one already kept are dropped, so which states are
+    // kept depends on the order they are met in: the search fixes that
+    // order (chunks of the frontier, merged in order) for any number of
+    // threads. A level of this search spans many chunks.
+    let m = model_with("redlock", &[], |p| {
+        p.instances = 3;
+        p.quorum = 2;
+    });
+    let run = |threads: usize| {
+        locklab_models::search::search(
+            &m,
+            &locklab_models::search::SearchOptions {
+                invariants: vec![MutualExclusion],
+                max_states: None,
+                max_depth: None,
+                symmetry: true,
+                threads,
+            },
+        )
+    };
+    let (one, two, three) = (run(1), run(2), run(3));
+    assert!(one.exhaustive());
+    assert_eq!((one.states, one.transitions), (two.states, two.transitions));
+    assert_eq!(
+        (one.states, one.transitions),
+        (three.states, three.transitions)
+    );
+}
