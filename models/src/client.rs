@@ -254,6 +254,19 @@ impl Ctx<'_, '_> {
         self.set_wait(c, WaitKind::Step);
     }
 
+    /// Client `c`'s renewal agent (watchdog or session heartbeat) stops
+    /// for good, saying `why`; nothing tells the business thread.
+    pub fn stop_renewal(&mut self, c: u8, why: &str) {
+        self.w.clients[c as usize].wd = None;
+        ev!(
+            self.log,
+            EventKind::Renew,
+            self.w.client_name(c),
+            None,
+            "{why}"
+        );
+    }
+
     /// A step of client `c` is due now (within one client step).
     pub fn due(&mut self, c: u8, phase: Phase) {
         self.w.clients[c as usize].phase = phase;

@@ -21,6 +21,15 @@ fn one_instance(
     })
 }
 
+/// One instance, `preset`, a delayed OK, and a request timeout long
+/// enough (60 s) for the OK to come back after the key expired.
+fn late_quorum(preset: ClientPreset, validity_check: bool) -> LockModel {
+    one_instance(preset, &[Delay], |p| {
+        p.timeout = 60 * locklab_models::time::SEC;
+        p.validity_check = validity_check;
+    })
+}
+
 #[test]
 fn node_redlock_enters_on_a_quorum_that_came_back_after_its_keys_expired() {
     // Kleppmann's scenario D: the votes come back after the keys have
@@ -28,12 +37,7 @@ fn node_redlock_enters_on_a_quorum_that_came_back_after_its_keys_expired() {
     // command timeout by default, so the client waits, `--timeout 60s`).
     // node-redlock does not check the validity left: it enters while the
     // other client holds the lock, and both write. No clock fault.
-    let scenario = |validity_check: bool| {
-        one_instance(ClientPreset::NodeRedlock, &[Delay], |p| {
-            p.timeout = 60 * locklab_models::time::SEC;
-            p.validity_check = validity_check;
-        })
-    };
+    let scenario = |validity_check| late_quorum(ClientPreset::NodeRedlock, validity_check);
     let m = scenario(false);
     let r = check(&m, &[MutualExclusion, NoLostUpdate]);
     for inv in [MutualExclusion, NoLostUpdate] {
@@ -95,16 +99,12 @@ fn a_value_reused_across_attempts_lets_a_stale_unlock_delete_the_live_lock() {
     }
 }
 
-#[test]
-fn a_value_per_thread_lets_a_stale_release_delete_the_next_acquisition() {
-    let m = one_instance(ClientPreset::Redsync, &[Delay], |p| {
-        p.value = LockValue::PerThread;
-        p.acquisitions = 2;
-        p.clients = 1;
-    });
-    let r = check(&m, &[Ownership]);
+/// Asserts that in `m` (one client, two acquisitions) a stale release of
+/// the first acquisition deletes the second's key.
+fn second_acquisition_loses_its_key(m: &LockModel) {
+    let r = check(m, &[Ownership]);
     let path = r.violations.get(&Ownership).expect("ownership breaks");
-    let ws = worlds(&m, path);
+    let ws = worlds(m, path);
     let last = ws.last().unwrap();
     assert_eq!(
         last.ghost.foreign.map(|f| f.2),
@@ -114,6 +114,16 @@ fn a_value_per_thread_lets_a_stale_release_delete_the_next_acquisition() {
         last.clients[0].round, 1,
         "the second acquisition lost its key"
     );
+}
+
+#[test]
+fn a_value_per_thread_lets_a_stale_release_delete_the_next_acquisition() {
+    let m = one_instance(ClientPreset::Redsync, &[Delay], |p| {
+        p.value = LockValue::PerThread;
+        p.acquisitions = 2;
+        p.clients = 1;
+    });
+    second_acquisition_loses_its_key(&m);
     // One value per call: the stale release of acquisition 1 matches nothing.
     let per_call = one_instance(ClientPreset::Redsync, &[Delay], |p| {
         p.acquisitions = 2;
@@ -214,18 +224,7 @@ fn a_thread_value_in_a_reentrant_hash_lets_a_stale_unlock_delete_the_next_acquis
         p.acquisitions = 2;
     });
     assert_eq!(m.params.lock_shape, LockShape::Hash);
-    let r = check(&m, &[Ownership]);
-    let path = r.violations.get(&Ownership).expect("ownership breaks");
-    let ws = worlds(&m, path);
-    let last = ws.last().unwrap();
-    assert_eq!(
-        last.ghost.foreign.map(|f| f.2),
-        Some(Touch::DeletedOwnCurrent)
-    );
-    assert_eq!(
-        last.clients[0].round, 1,
-        "the second acquisition lost its key"
-    );
+    second_acquisition_loses_its_key(&m);
     // A value per acquisition (every other client) is immune.
     let per_call = model_with("watchdog", &[Delay], |p| {
         ClientPreset::Redisson.apply(p, "watchdog");
@@ -252,12 +251,7 @@ fn the_rust_crate_s_unsigned_validity_wraps_and_lets_a_late_quorum_in() {
     // elapsed time passes the TTL it wraps to a huge validity and the
     // lock is granted. Its requests have no timeout (`--timeout 60s`
     // stands in for none); a delayed OK comes back after the key expired.
-    let scenario = |validity_check: bool| {
-        one_instance(ClientPreset::RedlockRs, &[Delay], |p| {
-            p.timeout = 60 * locklab_models::time::SEC;
-            p.validity_check = validity_check;
-        })
-    };
+    let scenario = |validity_check| late_quorum(ClientPreset::RedlockRs, validity_check);
     let m = scenario(false);
     assert_eq!(m.params.requests, Requests::Sequential);
     let r = check(&m, &[NoLostUpdate]);

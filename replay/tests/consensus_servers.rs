@@ -6,12 +6,13 @@
 //! checked here. Needs `etcd` (etcd-server) and ZooKeeper (zookeeper);
 //! missing ones fail under `CI=true` and print `SKIPPED:` otherwise.
 
+mod common;
+use common::{have, on_path};
 use locklab_replay::coordsrv::{CoordOptions, CoordServer};
 use locklab_replay::etcd::{Etcd, b64};
 use locklab_replay::timemap::{System, TimeMap};
 use locklab_replay::zk::{self, ZkConn};
 use serde_json::json;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,25 +25,6 @@ fn opts() -> CoordOptions {
         start_timeout: Duration::from_secs(20),
         reply_timeout: Duration::from_secs(2),
     }
-}
-
-fn have(test: &str, ok: bool, pkg: &str) -> bool {
-    if ok {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{test}: {pkg} is not installed: CI must run it (apt-get install {pkg})");
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}: {pkg} is not installed (apt-get install {pkg})"
-    );
-    false
-}
-
-fn on_path(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(bin).exists()))
 }
 
 #[test]

@@ -3,32 +3,14 @@
 //! replayed at the default speed. Needs `redis-server` (installed by
 //! `.ci/run`).
 
+mod common;
+use common::have_redis;
 use locklab_models::search::{SearchOptions, search};
 use locklab_models::time::MS;
 use locklab_models::{Budgets, FaultKind, Invariant, LockModel, Params, protocols, trace};
 use locklab_replay::{CoordOptions, Options, Report, ServerOptions, replay};
 use locklab_traces::Trace;
-use std::io::Write;
 use std::time::Duration;
-
-/// Whether `redis-server` is on the PATH. Missing, the test fails under
-/// `CI=true` and says SKIPPED otherwise.
-fn have_redis(test: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("redis-server").exists()));
-    if found {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test}: redis-server is not installed: CI must run it (apt-get install redis-server)"
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}: redis-server is not installed (apt-get install redis-server)"
-    );
-    false
-}
 
 /// The shortest counterexample to `inv` with one budget of each fault.
 fn counterexample(
@@ -217,17 +199,11 @@ fn a_trace_that_needs_an_overtaking_on_one_connection_does_not_conform() {
 #[test]
 fn an_etcd_lease_expiry_under_a_pause_conforms_and_breaks_mutual_exclusion() {
     let _one = serial();
-    if !std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("etcd").exists()))
-    {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "etcd is missing (Debian: etcd-server)"
-        );
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: etcd is not installed (Debian: etcd-server)"
-        );
+    if !common::have(
+        "an_etcd_lease_expiry_under_a_pause_conforms_and_breaks_mutual_exclusion",
+        common::on_path("etcd"),
+        "etcd-server",
+    ) {
         return;
     }
     // A 10 s lease (2 s real at 5x): c1 is paused holding the lock, its

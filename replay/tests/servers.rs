@@ -4,30 +4,12 @@
 //! after the replica was cut off. Needs `redis-server` and `cc` (installed
 //! by `.ci/run`).
 
+mod common;
+use common::have_redis;
 use locklab_replay::resp::Value;
 use locklab_replay::servers::{Cluster, ServerOptions, ServerSpec};
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Whether `redis-server` is on the PATH. Missing, the test fails under
-/// `CI=true` and says SKIPPED otherwise.
-fn have_redis(test: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("redis-server").exists()));
-    if found {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test}: redis-server is not installed: CI must run it (apt-get install redis-server)"
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {test}: redis-server is not installed (apt-get install redis-server)"
-    );
-    false
-}
 
 fn opts() -> ServerOptions {
     ServerOptions {

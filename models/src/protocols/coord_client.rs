@@ -4,9 +4,7 @@
 //! stops it) and the release.
 
 use crate::client::Ctx;
-use crate::ev;
 use crate::world::{Chan, Cmd, Node, Phase, Reply, WaitKind, Watchdog, WdState};
-use locklab_traces::EventKind;
 
 /// Acquire step: waiting for the session to open.
 pub const OPENING: u8 = 9;
@@ -81,13 +79,9 @@ pub fn on_heartbeat(x: &mut Ctx, c: u8, reply: Reply) {
         // etcd's Session.Done() closes, ZooKeeper reports the session
         // expired: the session is gone, and nothing tells the code that
         // believes it holds the lock.
-        x.w.clients[c as usize].wd = None;
-        ev!(
-            x.log,
-            EventKind::Renew,
-            x.w.client_name(c),
-            None,
-            "learns its session expired; the heartbeat stops (the lock holder is not told)"
+        x.stop_renewal(
+            c,
+            "learns its session expired; the heartbeat stops (the lock holder is not told)",
         );
     }
 }

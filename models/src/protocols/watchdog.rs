@@ -56,13 +56,9 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
         return ignore(x, c, reply);
     };
     if reply != Reply::Int(1) {
-        x.w.clients[c as usize].wd = None;
-        ev!(
-            x.log,
-            EventKind::Renew,
-            x.w.client_name(c),
-            None,
-            "renewal found the lock gone: the watchdog stops, silently (the business thread is not told)"
+        x.stop_renewal(
+            c,
+            "renewal found the lock gone: the watchdog stops, silently (the business thread is not told)",
         );
         return;
     }
@@ -99,13 +95,9 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
 /// landed while the holder keeps working.
 pub fn on_renew_timeout(x: &mut Ctx, c: u8) {
     if x.m.params.renewal_on_error == RenewalOnError::Stop {
-        x.w.clients[c as usize].wd = None;
-        ev!(
-            x.log,
-            EventKind::Renew,
-            x.w.client_name(c),
-            None,
-            "renewal timed out; the watchdog stops for good, silently (renewal-on-error=stop: Redisson <= 3.43)"
+        x.stop_renewal(
+            c,
+            "renewal timed out; the watchdog stops for good, silently (renewal-on-error=stop: Redisson <= 3.43)",
         );
         return;
     }
