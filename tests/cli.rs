@@ -1594,4 +1594,38 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
         &["check", "no-lock", "--handoff", "async"],
         "--handoff async needs a lock to hand off",
     );
+    rejects(
+        &["check", "lua-release", "--handoff", "later"],
+        "none, async, transfer",
+    );
+    rejects(
+        &[
+            "check",
+            "fencing",
+            "--handoff",
+            "async",
+            "--resource-check",
+            "txn-read-committed",
+        ],
+        "choose another --resource-check",
+    );
+    // The other new knobs: bad values name the allowed ones; a knob for
+    // another protocol names the protocols it belongs to.
+    rejects(
+        &["check", "watchdog", "--lock-shape", "ring"],
+        "string, hash",
+    );
+    rejects(
+        &["check", "fencing-redis", "--lock-shape", "hash"],
+        "--lock-shape does not apply to fencing-redis",
+    );
+    rejects(
+        &["check", "watchdog", "--renewal-on-error", "maybe"],
+        "retry, stop",
+    );
+    rejects(&["check", "zookeeper", "--token", "seq"], "czxid, sequence");
+    rejects(
+        &["check", "etcd", "--token", "sequence"],
+        "--token does not apply to etcd",
+    );
 }

@@ -767,7 +767,7 @@ pub struct ParamInfo {
     pub only: Option<&'static [&'static str]>,
 }
 
-const WATCHDOG_FAMILY: &[&str] = &["watchdog", "replicated", "fencing-redis"];
+pub(crate) const WATCHDOG_FAMILY: &[&str] = &["watchdog", "replicated", "fencing-redis"];
 const RENEWING: &[&str] = &[
     "watchdog",
     "replicated",
@@ -779,11 +779,11 @@ const RENEWING: &[&str] = &[
 ];
 const ETCD: &[&str] = &["etcd"];
 /// Protocols whose client a preset (`--client`) can name.
-const CLIENTS: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+pub(crate) const CLIENTS: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
 /// The protocols whose lock entry can be Redisson's reentrant hash
 /// (`fencing-redis` keeps its `SET NX` + `INCR` script).
-const HASH_SHAPED: &[&str] = &["redlock", "watchdog", "replicated"];
-const REDLOCK: &[&str] = &["redlock"];
+pub(crate) const HASH_SHAPED: &[&str] = &["redlock", "watchdog", "replicated"];
+pub(crate) const REDLOCK: &[&str] = &["redlock"];
 const RESTARTABLE: &[&str] = &[
     "setnx-expire",
     "naive-del",

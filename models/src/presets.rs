@@ -202,11 +202,10 @@ names!(ClientPreset {
     Redisson343 => "redisson@3.43",
 });
 
-/// The protocols whose client is a Redlock client.
-const REDLOCK: &[&str] = &["redlock"];
-/// The protocols whose client is Redisson's `RLock` (the watchdog family).
-const RLOCK: &[&str] = &["watchdog", "replicated", "fencing-redis"];
-const REDISSON: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+// The protocol lists are the options' own (`params`): the protocols whose
+// client is a Redlock client, Redisson's `RLock` (the watchdog family),
+// and all of Redisson's.
+use crate::params::{CLIENTS as REDISSON, HASH_SHAPED, REDLOCK, WATCHDOG_FAMILY as RLOCK};
 
 /// One Redlock preset's behaviours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -426,7 +425,7 @@ impl ClientPreset {
             && let Some(b) = self.rlock()
         {
             p.value = b.value;
-            if protocol != "fencing-redis" {
+            if HASH_SHAPED.contains(&protocol) {
                 p.lock_shape = b.shape;
             }
             p.wait_replicas = b.wait_replicas;
