@@ -52,6 +52,19 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SIZE", help_heading = "Search")]
     pub max_memory: Option<String>,
 
+    /// Compare the verdicts with a committed baseline (a `check --json`
+    /// report, or `check all --json`) and exit 1 naming each
+    /// protocol × invariant cell that changed; exit 0 when none did
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub expect: Option<PathBuf>,
+    /// Read options from this lock description (docs/audit.md)
+    /// [default: ./locklab.toml when it exists]; the command line overrides it
+    #[arg(long, value_name = "FILE", help_heading = "Description file")]
+    pub config: Option<PathBuf>,
+    /// Do not read ./locklab.toml
+    #[arg(long, help_heading = "Description file")]
+    pub no_config: bool,
+
     /// Write every verdict and counterexample as one JSON check report
     /// (`-`: to standard output, instead of the verdicts)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -474,6 +487,58 @@ pub fn write_traces(
     Ok(())
 }
 
+/// The baseline `--expect FILE` names: one check report or a list of them
+/// (`check all --json`). Read before any search starts.
+pub fn load_baseline(path: &std::path::Path) -> Result<Vec<CheckReport>, Failure> {
+    let text = crate::util::read_input(path)?;
+    let bad = |e: String| {
+        Failure::input(format!(
+            "--expect {}: not a check report ({e}); write a baseline with `locklab check ... --json FILE`",
+            path.display()
+        ))
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    if v.is_array() {
+        serde_json::from_value(v).map_err(|e| bad(e.to_string()))
+    } else {
+        serde_json::from_value(v)
+            .map(|r| vec![r])
+            .map_err(|e| bad(e.to_string()))
+    }
+}
+
+/// `--expect`: the exit code when every protocol × invariant cell of
+/// `now` is as in `baseline` (0) or one changed (1, each change named on
+/// standard error).
+pub fn expect_exit(baseline: &[CheckReport], now: &[&CheckReport]) -> i32 {
+    let cells = |rs: &mut dyn Iterator<Item = &CheckReport>| -> Vec<(String, String)> {
+        rs.flat_map(|r| {
+            r.verdicts.iter().map(move |v| {
+                (
+                    format!("{} {}", r.config.protocol, v.invariant),
+                    match v.steps {
+                        Some(n) => format!("{} ({n} steps)", v.status),
+                        None => v.status.clone(),
+                    },
+                )
+            })
+        })
+        .collect()
+    };
+    let before = cells(&mut baseline.iter());
+    let after = cells(&mut now.iter().copied());
+    let changed = crate::audit::diff(&before, &after);
+    if changed.is_empty() {
+        note!("--expect: every verdict as in the baseline");
+        return EXIT_OK;
+    }
+    note!("--expect: {} cell(s) changed:", changed.len());
+    for c in &changed {
+        note!("  {c}");
+    }
+    EXIT_VIOLATION
+}
+
 /// `<protocol>.<invariant>.json`
 pub fn trace_file_name(t: &Trace) -> String {
     format!("{}.{}.json", t.config.protocol, t.invariant)
@@ -484,6 +549,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if args.model.protocol == "all" {
         return crate::ladder::run(args);
     }
+    let baseline = args.expect.as_deref().map(load_baseline).transpose()?;
     let m = args.model.build()?;
     let invariants = selected(args, &m)?;
     let format = args.format.format();
@@ -515,6 +581,8 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let code = |report: &CheckReport| {
         if interrupted {
             crate::watch::EXIT_INTERRUPTED
+        } else if let Some(b) = &baseline {
+            expect_exit(b, &[report])
         } else {
             exit_code(report.verdicts.iter())
         }

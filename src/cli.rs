@@ -28,8 +28,20 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Explore a protocol exhaustively; print the shortest counterexample for every invariant it breaks
-    #[command(allow_negative_numbers = true)]
+    ///
+    /// Options may come from a lock description (--config FILE, or
+    /// ./locklab.toml when it exists); an option on the command line
+    /// overrides the file's.
+    #[command(allow_negative_numbers = true, args_override_self = true)]
     Check(crate::check::CheckArgs),
+    /// The pre-launch review of a described lock: the exhaustive check with the smallest fault
+    /// sets, the simulator's rates, the fixes that block each counterexample (each confirmed by
+    /// its own check), and the article's §9.2 checklist (docs/audit.md).
+    /// Exit codes as check: 0 every invariant holds, 1 one is broken, 2 bad input, 3 no verdict;
+    /// with --expect, 0 when every verdict is as in the baseline and 1 when one changed
+    Audit(crate::audit::AuditArgs),
+    /// Write a commented starter lock description (default ./locklab.toml) for `audit`, `check` and `simulate`
+    Init(InitArgs),
     /// List protocols, fault kinds and invariants
     List(crate::list::ListArgs),
     /// Step through a protocol's zone graph in stateright's web Explorer (on 127.0.0.1):
@@ -53,6 +65,7 @@ pub enum Command {
     /// count. Rates come with a 95% Wilson score interval. Exit codes: 0 no
     /// violation, 1 violation found, 2 bad input. docs/simulation.md explains
     /// the options, their defaults and sharding.
+    #[command(args_override_self = true)]
     Simulate(Box<crate::sim_cmd::SimulateArgs>),
     /// Combine the --json summaries of `simulate --shard` runs into the single-machine result
     Merge(crate::sim_cmd::MergeArgs),
@@ -162,6 +175,20 @@ fn man() -> Result<i32, Failure> {
 }
 
 #[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// Where to write it; an existing file is never replaced
+    #[arg(value_name = "FILE", default_value = crate::config::DEFAULT_FILE)]
+    pub file: std::path::PathBuf,
+}
+
+impl Cli {
+    /// Parses `args` (program name first) as the command line would be.
+    pub fn try_parse_args(args: &[String]) -> Result<Cli, clap::Error> {
+        <Cli as Parser>::try_parse_from(args)
+    }
+}
+
+#[derive(clap::Args, Debug)]
 pub struct ExploreArgs {
     #[command(flatten)]
     pub model: crate::options::ModelArgs,
@@ -259,7 +286,15 @@ fn switch_hint(args: &[String]) -> Option<String> {
 }
 
 pub fn run() -> i32 {
-    let cli = match Cli::try_parse() {
+    // A lock description's options go before the command line's.
+    let argv = match crate::config::expand(std::env::args_os().collect()) {
+        Ok(a) => a,
+        Err(f) => {
+            note!("error: {}", f.message);
+            return f.code;
+        }
+    };
+    let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
             if e.use_stderr() {
@@ -303,6 +338,8 @@ pub fn run() -> i32 {
         Command::Merge(a) => crate::sim_cmd::merge(a),
         Command::Docs(d) => crate::docs::run(d),
         Command::Workshop(w) => crate::workshop::run(w),
+        Command::Audit(a) => crate::audit::run(a),
+        Command::Init(a) => crate::config::init(&a.file),
         Command::Completions { shell } => completions(*shell),
         Command::Man => man(),
         Command::Schema(a) => schema(a),
@@ -311,7 +348,7 @@ pub fn run() -> i32 {
         Ok(code) => code,
         Err(f) => {
             if !f.message.is_empty() {
-                note!("error: {}", f.message);
+                note!("error: {}", crate::config::annotate_loaded(&f.message));
             }
             f.code
         }

@@ -35,6 +35,11 @@ fn refuse_protocol_knobs(args: &CheckArgs) -> Result<(), Failure> {
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     refuse_protocol_knobs(args)?;
+    let baseline = args
+        .expect
+        .as_deref()
+        .map(crate::check::load_baseline)
+        .transpose()?;
     let format = args.format.format();
     if !matches!(format, Format::Table | Format::Text | Format::Json) && args.out_dir.is_none() {
         return Err(Failure::input(format!(
@@ -146,6 +151,10 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         out!("{all}")?;
     } else {
         out!("{}", stdout_text(&reports, args, format, color))?;
+    }
+    if let Some(b) = &baseline {
+        let refs: Vec<&CheckReport> = reports.iter().collect();
+        return Ok(crate::check::expect_exit(b, &refs));
     }
     Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
 }

@@ -7,9 +7,11 @@ mod util;
 
 mod against;
 mod article;
+mod audit;
 mod bench;
 mod check;
 mod cli;
+mod config;
 mod docs;
 mod ladder;
 mod list;

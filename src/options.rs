@@ -795,7 +795,10 @@ impl ModelArgs {
                         FaultKind::from_name(s).ok_or_else(|| {
                             let mut known = names.clone();
                             known.extend(["none", "all"]);
-                            unknown("fault kind", s, &known)
+                            Failure::input(format!(
+                                "--faults: {}",
+                                unknown("fault kind", s, &known).message
+                            ))
                         })
                     })
                     .collect::<Result<_, _>>()?,

@@ -52,6 +52,17 @@ pub struct SimulateArgs {
     /// Print the summary as JSON on standard output
     #[arg(long, help_heading = "Output")]
     pub json: bool,
+    /// Exit 1 when an invariant's rate per acquisition may exceed RATE: the
+    /// upper end of its 95% interval is above it (e.g. 1e-6)
+    #[arg(long, value_name = "RATE", help_heading = "Output")]
+    pub fail_above: Option<f64>,
+    /// Read options from this lock description (docs/audit.md)
+    /// [default: ./locklab.toml when it exists]; the command line overrides it
+    #[arg(long, value_name = "FILE", help_heading = "Description file")]
+    pub config: Option<PathBuf>,
+    /// Do not read ./locklab.toml
+    #[arg(long, help_heading = "Description file")]
+    pub no_config: bool,
     /// Write each invariant's first-violation trace here (for a sweep: the CSV and the SVG chart)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out_dir: Option<PathBuf>,
@@ -349,7 +360,7 @@ impl SimulateArgs {
     }
 
     /// The validated configuration.
-    fn config(&self) -> Result<SimConfig, Failure> {
+    pub fn config(&self) -> Result<SimConfig, Failure> {
         let proto = protocols::by_name(&self.protocol)
             .ok_or_else(|| unknown("protocol", &self.protocol, &protocols::names()))?;
         let mut cfg = SimConfig::defaults(proto.name());
@@ -477,6 +488,50 @@ impl Progress {
 pub const MAX_RUNS: u64 = 1_000_000_000;
 
 pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
+    if let Some(r) = args.fail_above
+        && !(r.is_finite() && r >= 0.0)
+    {
+        return Err(Failure::input(format!(
+            "--fail-above {r}: expected a rate per acquisition of 0 or more, for example 1e-6"
+        )));
+    }
+    let summary = summarize(args)?;
+    // Which invariants' rates may exceed the threshold: the upper end of
+    // the interval, so a rate too small to be seen in these runs still
+    // fails when the runs cannot rule it out.
+    let above: Vec<String> = match args.fail_above {
+        Some(limit) => summary
+            .points
+            .iter()
+            .flat_map(|p| {
+                p.invariants
+                    .iter()
+                    .filter(|r| r.ci_high > limit)
+                    .map(|r| match &p.value {
+                        Some(v) => format!("{} at {v}: up to {:.2e}", r.invariant, r.ci_high),
+                        None => format!("{}: up to {:.2e}", r.invariant, r.ci_high),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let code = finish(summary, args.out_dir.as_deref(), args.json)?;
+    if let Some(limit) = args.fail_above {
+        if !above.is_empty() {
+            note!(
+                "--fail-above {limit:e}: the rate per acquisition may exceed it (upper end of the 95% interval): {}",
+                above.join("; ")
+            );
+            return Ok(EXIT_VIOLATION);
+        }
+        return Ok(EXIT_OK);
+    }
+    Ok(code)
+}
+
+/// Runs the simulation `args` describe and returns its summary, unprinted.
+pub fn summarize(args: &SimulateArgs) -> Result<Summary, Failure> {
     let cfg = args.config()?;
     if args.runs == 0 {
         return Err(Failure::input("--runs must be at least 1"));
@@ -565,7 +620,7 @@ pub fn run(args: &SimulateArgs) -> Result<i32, Failure> {
             if threads == 1 { "" } else { "s" }
         );
     }
-    finish(summary, args.out_dir.as_deref(), args.json)
+    Ok(summary)
 }
 
 pub fn merge(args: &MergeArgs) -> Result<i32, Failure> {
