@@ -23,9 +23,15 @@ use locklab_models::search::{SearchOptions, search};
 use locklab_models::transfer::transfer;
 use locklab_models::{Invariant, LockModel, Params, trace};
 use locklab_traces::{CheckReport, Trace};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+/// The JSON Schema of `audit --json` (docs/schemas/audit-report.schema.json).
+pub fn schema() -> String {
+    locklab_traces::schema::generate::<AuditReport>("locklab audit report")
+}
 
 /// The audit report's schema version.
 pub const AUDIT_SCHEMA_VERSION: u32 = 1;
@@ -58,7 +64,7 @@ pub struct AuditArgs {
 }
 
 /// One invariant's rate in the simulator.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rate {
     pub invariant: String,
     pub violations: u64,
@@ -70,7 +76,7 @@ pub struct Rate {
     pub per_day: Option<(f64, f64)>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Simulation {
     pub command: String,
     pub runs: u64,
@@ -80,7 +86,7 @@ pub struct Simulation {
 }
 
 /// One fix tried against one broken invariant.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FixResult {
     pub invariant: String,
     /// What the fix is, in the article's terms.
@@ -98,7 +104,7 @@ pub struct FixResult {
 }
 
 /// One item of the article's §9.2 checklist.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChecklistItem {
     pub item: String,
     /// `pass`, `fail`, `unknown` (the search did not finish), `n/a`, or
@@ -107,7 +113,7 @@ pub struct ChecklistItem {
     pub evidence: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditReport {
     pub schema_version: u32,
     /// Always `"audit-report"`.
@@ -859,6 +865,7 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
         "Faults explored: {}\n",
         crate::report::faults_line(&r.config)
     );
+    let _ = writeln!(o, "{}\n", summary(a));
     let _ = writeln!(o, "## 1. What breaks (exhaustive check)\n");
     let _ = writeln!(o, "`{}`\n", a.check_command);
     let _ = writeln!(
@@ -1039,6 +1046,72 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
         );
     }
     o
+}
+
+/// The report in one line: `verdict: ...`, what breaks and under which
+/// smallest fault sets, the fixes confirmed, and the checklist's tally.
+pub fn summary(a: &AuditReport) -> String {
+    let r = &a.check;
+    let sets = |v: &locklab_traces::Verdict| {
+        v.minimal_fault_sets.as_ref().map_or(String::new(), |s| {
+            let list: Vec<String> = s
+                .iter()
+                .map(|set| {
+                    if set.is_empty() {
+                        "no fault".into()
+                    } else {
+                        set.join("+")
+                    }
+                })
+                .collect();
+            format!(" ({})", list.join(", "))
+        })
+    };
+    let broken: Vec<String> = r
+        .verdicts
+        .iter()
+        .filter(|v| v.status == "violated")
+        .map(|v| format!("{}{}", v.invariant, sets(v)))
+        .collect();
+    let unknown: Vec<&str> = r
+        .verdicts
+        .iter()
+        .filter(|v| v.status == "unknown" || v.status == "vacuous")
+        .map(|v| v.invariant.as_str())
+        .collect();
+    let mut parts = Vec::new();
+    if !broken.is_empty() {
+        parts.push(format!("BROKEN: {}", broken.join(", ")));
+    }
+    if !unknown.is_empty() {
+        parts.push(format!("UNKNOWN (no verdict): {}", unknown.join(", ")));
+    }
+    if parts.is_empty() {
+        parts.push("every invariant holds (exhaustive)".into());
+    }
+    let mut fixed = Vec::new();
+    for t in &r.traces {
+        if let Some(f) = a
+            .fixes
+            .iter()
+            .find(|f| f.invariant == t.invariant && f.check == "holds" && f.against != "breaks")
+        {
+            fixed.push(format!("{} by {}", t.invariant, f.fix));
+        }
+    }
+    if !fixed.is_empty() {
+        parts.push(format!("fixed: {}", fixed.join("; ")));
+    }
+    let mut tally: Vec<(String, usize)> = Vec::new();
+    for c in &a.checklist {
+        match tally.iter_mut().find(|(s, _)| *s == c.status) {
+            Some((_, n)) => *n += 1,
+            None => tally.push((c.status.clone(), 1)),
+        }
+    }
+    let tally: Vec<String> = tally.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    parts.push(format!("checklist: {}", tally.join(", ")));
+    format!("verdict: {}", parts.join("; "))
 }
 
 fn esc(s: &str) -> String {

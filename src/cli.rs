@@ -100,13 +100,16 @@ pub enum SchemaName {
     CheckReport,
     /// The summary of `simulate --json` and `merge`
     Simulation,
+    /// The report of `audit --json`
+    AuditReport,
 }
 
 impl SchemaName {
-    const ALL: [SchemaName; 3] = [
+    const ALL: [SchemaName; 4] = [
         SchemaName::Trace,
         SchemaName::CheckReport,
         SchemaName::Simulation,
+        SchemaName::AuditReport,
     ];
 
     fn file(self) -> &'static str {
@@ -114,6 +117,7 @@ impl SchemaName {
             SchemaName::Trace => "trace.schema.json",
             SchemaName::CheckReport => "check-report.schema.json",
             SchemaName::Simulation => "simulation.schema.json",
+            SchemaName::AuditReport => "audit-report.schema.json",
         }
     }
 
@@ -122,6 +126,7 @@ impl SchemaName {
             SchemaName::Trace => locklab_traces::schema::trace(),
             SchemaName::CheckReport => locklab_traces::schema::check_report(),
             SchemaName::Simulation => locklab_sim::summary::schema(),
+            SchemaName::AuditReport => crate::audit::schema(),
         }
     }
 }
@@ -131,7 +136,7 @@ pub struct SchemaArgs {
     /// The document whose schema to print
     #[arg(value_enum, required_unless_present = "out", conflicts_with = "out")]
     pub name: Option<SchemaName>,
-    /// Write every schema into DIR (trace.schema.json, check-report.schema.json, simulation.schema.json)
+    /// Write every schema into DIR (trace.schema.json, check-report.schema.json, simulation.schema.json, audit-report.schema.json)
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
 }

@@ -385,6 +385,9 @@ fn exit_meaning(args: &[String], code: i32) -> Option<&'static str> {
         (["trace", "against"], 3) => Some("inconclusive: the schedules part"),
         (["simulate", ..], 0) => Some("no violation in any run"),
         (["simulate", ..], 1) => Some("a violation in some run"),
+        (["audit", ..], 0) => Some("every invariant holds"),
+        (["audit", ..], 1) => Some("an invariant is broken"),
+        (["audit", ..], 3) => Some("no verdict: the search did not finish"),
         _ => None,
     }
 }

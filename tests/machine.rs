@@ -7,10 +7,11 @@ mod common;
 use common::{locklab, scratch, stderr, stdout};
 use std::path::{Path, PathBuf};
 
-const SCHEMAS: [&str; 3] = [
+const SCHEMAS: [&str; 4] = [
     "trace.schema.json",
     "check-report.schema.json",
     "simulation.schema.json",
+    "audit-report.schema.json",
 ];
 
 fn repo() -> PathBuf {
@@ -119,6 +120,27 @@ fn real_documents_conform_to_the_schemas() {
         written += 1;
     }
     assert!(written > 0, "simulate wrote no trace");
+
+    // An audit report.
+    let audit = validator("audit-report.schema.json");
+    let o = locklab(&[
+        "audit",
+        &repo()
+            .join("examples/watchdog-long-renewal.toml")
+            .display()
+            .to_string(),
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let doc = json(&stdout(&o));
+    conform(&audit, "audit --json", &doc);
+    let mut bare = doc.clone();
+    bare.as_object_mut().unwrap().remove("checklist");
+    assert!(
+        !audit.is_valid(&bare),
+        "an audit without its checklist passed"
+    );
 
     // Every gallery trace.
     for e in std::fs::read_dir(repo().join("docs/gallery/traces")).unwrap() {

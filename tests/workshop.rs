@@ -408,7 +408,7 @@ fn workshop_lists_the_exercises_and_refuses_an_unknown_one() {
         text.contains("   4  whose lock did I delete? (§4)"),
         "{text}"
     );
-    for bad in ["12", "x", "0"] {
+    for bad in ["13", "x", "0"] {
         let out = workshop(&[bad], "");
         let err = common::stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
