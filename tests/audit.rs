@@ -170,6 +170,45 @@ fn etcd_guarding_postgres_loses_an_update_until_reads_are_fenced() {
 }
 
 #[test]
+fn a_partial_fix_says_which_fault_it_cures() {
+    // The starter: one Redis, Lua release; a pause, a slow critical
+    // section or a restart each break mutual exclusion. A watchdog cures
+    // the slow one only.
+    let (code, a) = audit(&example("starter"), &["--runs", "100"]);
+    assert_eq!(code, 1);
+    let watchdog = fixes(&a, "mutual_exclusion")
+        .into_iter()
+        .find(|f| f["command"] == "locklab check watchdog")
+        .expect("the watchdog is tried");
+    assert_eq!(watchdog["check"], "violated");
+    let by: Vec<(String, String)> = watchdog["by_fault_set"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["faults"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|k| k.as_str().unwrap())
+                    .collect::<Vec<_>>()
+                    .join("+"),
+                s["check"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(by.contains(&("slow".into(), "holds".into())), "{by:?}");
+    assert!(by.contains(&("pause".into(), "violated".into())), "{by:?}");
+    let o = locklab(&["audit", &example("starter"), "--runs", "100"]);
+    assert!(
+        stdout(&o).contains("Partly: a watchdog that renews (§5) keeps it under slow alone"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn redsync_on_five_instances_is_unknown_never_safe() {
     let (code, a) = audit(&example("redsync-5"), &["--runs", "100"]);
     assert_eq!(code, 3, "an incomplete search is no verdict");
