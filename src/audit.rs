@@ -1191,7 +1191,7 @@ pub fn summary(a: &AuditReport) -> String {
         parts.push(format!("UNKNOWN (no verdict): {}", unknown.join(", ")));
     }
     if parts.is_empty() {
-        parts.push("every invariant holds (exhaustive)".into());
+        parts.push("every invariant checked holds (exhaustive)".into());
     }
     let mut fixed = Vec::new();
     for t in &r.traces {

@@ -315,11 +315,15 @@ const KEYS: &[Key] = &[
     key("explore", "acquisitions", Int, Some("acquisitions"), None),
     key("explore", "max-states", Int, Some("max-states"), None),
     key("explore", "time-limit", Text, Some("time-limit"), None),
+    key("explore", "max-depth", Int, Some("max-depth"), None),
+    key("explore", "max-memory", Text, Some("max-memory"), None),
+    key("explore", "invariants", List, Some("invariants"), None),
     key("simulate", "clients", Int, None, Some("clients")),
     key("simulate", "acquisitions", Int, None, Some("acquisitions")),
     key("simulate", "runs", Int, None, Some("runs")),
     key("simulate", "seed", Int, None, Some("seed")),
     key("simulate", "horizon", Text, None, Some("horizon")),
+    key("simulate", "scheduler", Text, None, Some("scheduler")),
     // Audit only: the rate per day is the rate per acquisition times this.
     key("simulate", "acquisitions-per-day", Int, None, None),
 ];
