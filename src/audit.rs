@@ -91,8 +91,9 @@ pub struct FixResult {
     pub invariant: String,
     /// What the fix is, in the article's terms.
     pub fix: String,
-    /// The protocol and options that make it (a `locklab check` command line).
-    pub command: String,
+    /// The fix as a change to the description: the keys to set (the rest
+    /// of the file, its world, faults and timings, stays as it is).
+    pub change: String,
     /// The counterexample's schedule run against the fix: `blocks`,
     /// `breaks` (the same schedule still breaks it), `inconclusive` (the
     /// schedules part before the violation), or `other-service` (the fix
@@ -381,8 +382,8 @@ fn try_fix(
     if !inv.applies(&target) {
         return None;
     }
-    let mut command = vec![format!("locklab check {proto}")];
-    command.extend(args.iter().cloned());
+    let change =
+        crate::config::change_text((*proto != source.proto.name()).then_some(*proto), args);
     let against = if target.proto.service() != source.proto.service() {
         "other-service".to_string()
     } else {
@@ -451,7 +452,7 @@ fn try_fix(
     Some(FixResult {
         invariant: inv.name().into(),
         fix: what.clone(),
-        command: command.join(" "),
+        change,
         against,
         check,
         note,
@@ -1069,8 +1070,8 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
             Some(f) => {
                 let _ = writeln!(
                     o,
-                    "Fix: **{}** — `{}` holds ({}).\n",
-                    f.fix, f.command, f.note
+                    "Fix: **{}** — with `{}` in the description, {} holds ({}).\n",
+                    f.fix, f.change, f.invariant, f.note
                 );
             }
             None => {
@@ -1114,7 +1115,7 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
         }
         let _ = writeln!(
             o,
-            "| fix | against the counterexample | own check | by smallest fault set | command |"
+            "| fix | change to the description | against the counterexample | own check | by smallest fault set |"
         );
         let _ = writeln!(o, "|---|---|---|---|---|");
         for f in tried {
@@ -1125,13 +1126,13 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
                 .collect();
             let _ = writeln!(
                 o,
-                "| {} | {} | {} — {} | {} | `{}` |",
+                "| {} | `{}` | {} | {} — {} | {} |",
                 f.fix,
+                f.change,
                 f.against,
                 f.check,
                 f.note,
-                by.join(", "),
-                f.command
+                by.join(", ")
             );
         }
         let _ = writeln!(o);

@@ -819,6 +819,43 @@ pub fn annotate_loaded(message: &str) -> String {
     }
 }
 
+/// A fix as the keys to set in a description: `protocol = "x"` when it
+/// changes the protocol, then each option of `args` (`--renew-every 10s`,
+/// `--set renew-unchecked=false`) as its key.
+pub fn change_text(protocol: Option<&str>, args: &[String]) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = protocol {
+        parts.push(format!("protocol = \"{p}\""));
+    }
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        if a == "--set" {
+            if let Some(kv) = it.next() {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, "true"));
+                parts.push(format!("{k} = {v}"));
+            }
+            continue;
+        }
+        let Some(option) = a.strip_prefix("--") else {
+            continue;
+        };
+        let value = match it.peek() {
+            Some(v) if !v.starts_with("--") => it.next().cloned(),
+            _ => None,
+        };
+        let key = KEYS.iter().find(|k| k.check == Some(option));
+        let name = key.map_or(option, |k| k.name);
+        let text = match (key.map(|k| k.kind), value) {
+            (Some(OnOff), Some(v)) => (v == "on").to_string(),
+            (Some(Int), Some(v)) => v,
+            (_, Some(v)) => format!("\"{v}\""),
+            (_, None) => "true".into(),
+        };
+        parts.push(format!("{name} = {text}"));
+    }
+    parts.join(", ")
+}
+
 /// Where the description comes from: `--config FILE`, or `locklab.toml`
 /// in the current directory, or nowhere (`--no-config`, or no such file).
 pub fn locate(given: Option<&Path>, no_config: bool) -> Option<PathBuf> {

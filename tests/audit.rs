@@ -85,7 +85,7 @@ fn redisson_on_sentinel_pause_breaks_failover_does_not_because_of_wait_and_fence
         assert!(
             tried
                 .iter()
-                .any(|f| f["command"].as_str().unwrap().contains(service)),
+                .any(|f| f["change"] == format!("protocol = \"{service}\"")),
             "{service} not tried"
         );
     }
@@ -116,10 +116,10 @@ fn redisson_on_sentinel_pause_breaks_failover_does_not_because_of_wait_and_fence
     let fenced = lost
         .iter()
         .find(|f| {
-            f["command"]
+            f["change"]
                 .as_str()
                 .unwrap()
-                .contains("--resource-check read-write")
+                .contains("resource-check = \"read-write\"")
                 && f["check"] == "holds"
         })
         .expect("a fenced-reads fix that holds");
@@ -144,7 +144,7 @@ fn a_renewal_period_longer_than_the_ttl_breaks_under_slow_and_renewing_every_thi
         .expect("the TTL/3 fix is tried");
     assert_eq!(fix["against"], "blocks");
     assert_eq!(fix["check"], "holds");
-    assert_eq!(fix["command"], "locklab check watchdog --renew-every 10s");
+    assert_eq!(fix["change"], "renew-every = \"10s\"");
     // The proposed fix, as the text shows it.
     let o = locklab(&["audit", &example("watchdog-long-renewal"), "--no-fixes"]);
     assert_eq!(o.status.code(), Some(1));
@@ -159,7 +159,7 @@ fn etcd_guarding_postgres_loses_an_update_until_reads_are_fenced() {
     assert_eq!(verdict(&a, "token_monotonic")["status"], "holds");
     let fix = fixes(&a, "no_lost_update")
         .into_iter()
-        .find(|f| f["command"] == "locklab check etcd --resource-check read-write")
+        .find(|f| f["change"] == "resource-check = \"read-write\"")
         .expect("fencing reads is tried");
     assert_eq!(
         (fix["against"].as_str(), fix["check"].as_str()),
@@ -178,7 +178,7 @@ fn a_partial_fix_says_which_fault_it_cures() {
     assert_eq!(code, 1);
     let watchdog = fixes(&a, "mutual_exclusion")
         .into_iter()
-        .find(|f| f["command"] == "locklab check watchdog")
+        .find(|f| f["change"] == "protocol = \"watchdog\"")
         .expect("the watchdog is tried");
     assert_eq!(watchdog["check"], "violated");
     let by: Vec<(String, String)> = watchdog["by_fault_set"]
