@@ -19,7 +19,7 @@ use crate::sim_cmd::SimulateArgs;
 use crate::util::{EXIT_INCOMPLETE, EXIT_OK, EXIT_VIOLATION, Failure, write_atomic};
 use clap::Args;
 use locklab_models::protocols::{self, Renewal, Service};
-use locklab_models::search::{SearchOptions, search};
+use locklab_models::search::SearchOptions;
 use locklab_models::transfer::transfer;
 use locklab_models::{Invariant, LockModel, Params, trace};
 use locklab_traces::{CheckReport, Trace};
@@ -405,13 +405,7 @@ fn try_fix(
             "the counterexample's own schedule breaks it too".to_string(),
         )
     } else {
-        let r = search(
-            &target,
-            &SearchOptions {
-                invariants: vec![inv],
-                ..base.clone()
-            },
-        );
+        let r = check::search_under(&target, inv, None, base);
         match r.violations.get(&inv) {
             Some(path) => (
                 "violated".into(),
@@ -472,19 +466,7 @@ fn check_under(
     if set.iter().any(|k| !m.proto.faults().contains(k)) {
         return "holds".into();
     }
-    let mut sub = m.clone();
-    for k in m.params.faults.enabled() {
-        if !set.contains(&k) {
-            sub.params.faults.set(k, 0);
-        }
-    }
-    let r = search(
-        &sub,
-        &SearchOptions {
-            invariants: vec![inv],
-            ..base.clone()
-        },
-    );
+    let r = check::search_under(m, inv, Some(set), base);
     if r.violations.contains_key(&inv) {
         "violated".into()
     } else if r.exhaustive() {
@@ -760,13 +742,7 @@ fn without_wait(m: &LockModel, base: &SearchOptions) -> Option<String> {
     q.wait_replicas = 0;
     let alt = LockModel::new(m.proto, q).ok()?;
     let inv = Invariant::MutualExclusion;
-    let r = search(
-        &alt,
-        &SearchOptions {
-            invariants: vec![inv],
-            ..base.clone()
-        },
-    );
+    let r = check::search_under(&alt, inv, None, base);
     Some(match r.violations.get(&inv) {
         Some(path) => format!(
             "without it (--wait-replicas 0) mutual_exclusion breaks in {} steps",

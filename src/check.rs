@@ -139,6 +139,32 @@ fn subsets(kinds: &[FaultKind], size: usize) -> Vec<Vec<FaultKind>> {
     out
 }
 
+/// Searches `m` for a violation of `inv` alone, with only the fault kinds
+/// of `set` switched on (their budgets kept), or every kind `m` has when
+/// `set` is `None`.
+pub fn search_under(
+    m: &LockModel,
+    inv: Invariant,
+    set: Option<&[FaultKind]>,
+    base: &SearchOptions,
+) -> SearchResult {
+    let mut sub = m.clone();
+    if let Some(set) = set {
+        for k in m.params.faults.enabled() {
+            if !set.contains(&k) {
+                sub.params.faults.set(k, 0);
+            }
+        }
+    }
+    search(
+        &sub,
+        &SearchOptions {
+            invariants: vec![inv],
+            ..base.clone()
+        },
+    )
+}
+
 /// The smallest sets of fault kinds with which `inv` still breaks (pause
 /// alone? clock jump alone? README.md, "How to read a trace"). Searches
 /// every set no larger than the one the counterexample used, smallest
@@ -155,19 +181,7 @@ fn minimal_fault_sets(
     for size in 0..=used.len() {
         let mut found = Vec::new();
         for set in subsets(&on, size) {
-            let mut sub = m.clone();
-            for k in &on {
-                if !set.contains(k) {
-                    sub.params.faults.set(*k, 0);
-                }
-            }
-            let r = search(
-                &sub,
-                &SearchOptions {
-                    invariants: vec![inv],
-                    ..base.clone()
-                },
-            );
+            let r = search_under(m, inv, Some(&set), base);
             if r.violations.contains_key(&inv) {
                 found.push(set);
             } else if !r.exhaustive() {
