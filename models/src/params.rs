@@ -779,7 +779,18 @@ const RENEWING: &[&str] = &[
 ];
 const ETCD: &[&str] = &["etcd"];
 /// Protocols whose client a preset (`--client`) can name.
-pub(crate) const CLIENTS: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+pub(crate) const CLIENTS: &[&str] = &[
+    "redlock",
+    "watchdog",
+    "replicated",
+    "fencing-redis",
+    "lua-release",
+];
+/// Redisson's protocols: `RLock` (the watchdog family, `RFencedLock` on
+/// fencing-redis) and `RedissonRedLock`.
+pub(crate) const REDISSON: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+/// The lock with neither a quorum nor a renewal (redis-py's `Lock`).
+pub(crate) const LUA_RELEASE: &[&str] = &["lua-release"];
 /// The protocols whose lock entry can be Redisson's reentrant hash
 /// (`fencing-redis` keeps its `SET NX` + `INCR` script).
 pub(crate) const HASH_SHAPED: &[&str] = &["redlock", "watchdog", "replicated"];
@@ -960,7 +971,7 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "decide",
-        help: "Redlock: decide an attempt once every instance answered (all-replies) or at the first quorum either way (first-quorum)",
+        help: "Redlock: decide an attempt once every instance answered (all-replies) or at the first quorum either way (first-quorum) or at the first quorum of OKs (first-yes-quorum)",
         only: Some(REDLOCK),
     },
     ParamInfo {
