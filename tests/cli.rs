@@ -1740,3 +1740,56 @@ fn python_redis_lock_renews_every_two_thirds_and_stops_at_the_first_error() {
         assert_eq!(o.status.code(), Some(1), "{extra:?}: {}", stdout(&o));
     }
 }
+
+#[test]
+fn trace_against_runs_one_preset_s_counterexample_under_another() {
+    // node-redlock v5 enters on a quorum that came back after its key
+    // expired; on the same schedule node-redlock 4.2.0 checks the validity
+    // and refuses it, and the Rust crate (its check wraps) does not. The
+    // columns name each side's settings, defaults included.
+    let d = scratch("against-presets");
+    let report = d.join("v5.json");
+    let report = report.to_str().unwrap();
+    let o = locklab(&[
+        "check",
+        "redlock",
+        "--client",
+        "node-redlock",
+        "--instances",
+        "1",
+        "--quorum",
+        "1",
+        "--faults",
+        "delay",
+        "--timeout",
+        "60s",
+        "--invariants",
+        "no_lost_update",
+        "--json",
+        report,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v4 = locklab(&[
+        "trace",
+        "against",
+        "redlock",
+        report,
+        "--client",
+        "node-redlock@4",
+    ]);
+    let out = stdout(&v4);
+    assert_eq!(v4.status.code(), Some(0), "{out}{}", stderr(&v4));
+    assert!(
+        out.contains("client=node-redlock@4 decide=all-replies unlock-on-failure=await validity-check=on BLOCKS it"),
+        "{out}"
+    );
+    let rs = locklab(&[
+        "trace",
+        "against",
+        "redlock",
+        report,
+        "--client",
+        "redlock-rs",
+    ]);
+    assert_eq!(rs.status.code(), Some(1), "{}", stdout(&rs));
+}

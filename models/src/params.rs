@@ -748,6 +748,34 @@ impl Params {
         }
     }
 
+    /// The value of a parameter that [`Params::to_map`] leaves out because
+    /// it has its default (`None` for an unset option, shown as `off`).
+    pub fn omitted(key: &str) -> Option<serde_json::Value> {
+        fn json<T: Serialize>(v: T) -> Option<serde_json::Value> {
+            serde_json::to_value(v).ok()
+        }
+        match key {
+            "elapsed-clock" => json(ElapsedClock::default()),
+            "value" => json(LockValue::default()),
+            "unlock-on-failure" => json(UnlockOnFailure::default()),
+            "release" => json(Release::default()),
+            "requests" => json(Requests::default()),
+            "decide" => json(Decide::default()),
+            "validity-check" => json(true),
+            "lock-shape" => json(LockShape::default()),
+            "renewal-on-error" => json(RenewalOnError::default()),
+            "crash" => json(CrashKind::default()),
+            "handoff" => json(Handoff::default()),
+            "token" => json(TokenSource::default()),
+            "resource-op" => json(ResourceOp::default()),
+            "token-store" => json(TokenStore::default()),
+            "stock" => json(DEFAULT_STOCK),
+            "wait-replicas" | "clock-drift-ppm" | "unfenced-writers" => json(0),
+            "fence-reads" | "idempotent" => json(false),
+            _ => None,
+        }
+    }
+
     /// Reads parameters back from a trace file's map.
     pub fn from_map(map: &BTreeMap<String, serde_json::Value>) -> Result<Params, String> {
         let obj: serde_json::Map<String, serde_json::Value> =
