@@ -6,10 +6,12 @@
 //! attempt, whether they ask the instances one at a time, and whether they
 //! check the validity left. Nor is "a watchdog lock": Redisson's `RLock`
 //! is a reentrant hash, waits for a replica after every lock script, and
-//! before 3.44 gave up renewing after one error. Each difference is a knob
-//! of its own ([`LockValue`], [`UnlockOnFailure`], [`Release`],
-//! [`Requests`], [`Decide`], the validity check, the elapsed-time clock,
-//! [`LockShape`], the replica wait and [`RenewalOnError`]); a preset
+//! before 3.44 gave up renewing after one error; python-redis-lock's
+//! renewal thread runs every ⅔ of the TTL and dies at its first error.
+//! Each difference is a knob of its own ([`LockValue`],
+//! [`UnlockOnFailure`], [`Release`], [`Requests`], [`Decide`], the
+//! validity check, the elapsed-time clock, [`LockShape`], the replica
+//! wait, [`RenewalOnError`] and the renewal period); a preset
 //! ([`ClientPreset`]) sets all of them as one library does, for the
 //! protocols it is a client of ([`ClientPreset::protocols`]). The sources,
 //! file by file, are in docs/clients.md.
@@ -277,7 +279,7 @@ impl ClientPreset {
             ClientPreset::Redisson343 => "redisson/redisson up to 3.43 (RLock)",
             ClientPreset::RedisPyLock => "redis/redis-py 5.0.8 to 8.1.0 (redis.lock.Lock)",
             ClientPreset::PythonRedisLock => {
-                "ionelmc/python-redis-lock 4.0.1 (auto_renewal on watchdog, replicated)"
+                "ionelmc/python-redis-lock 4.0.1 (auto_renewal: watchdog, replicated; without: lua-release)"
             }
         }
     }
