@@ -231,9 +231,13 @@ fn column_names(source: &LockModel, target: &LockModel) -> (String, String) {
         return (s.to_string(), t.to_string());
     }
     let (a, b) = (source.params.to_map(), target.params.to_map());
+    // A setting a trace leaves out has its default.
     let shown = |k: &str, v: Option<&serde_json::Value>| match v {
         Some(v) => crate::report::param_value(k, v),
-        None => "off".to_string(),
+        None => match locklab_models::Params::omitted(k) {
+            Some(d) => crate::report::param_value(k, &d),
+            None => "off".to_string(),
+        },
     };
     let (mut ls, mut lt) = (s.to_string(), t.to_string());
     for k in a.keys().chain(b.keys().filter(|k| !a.contains_key(*k))) {

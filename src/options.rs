@@ -198,7 +198,8 @@ pub struct ModelArgs {
     #[arg(long, value_enum, value_name = "SEMANTICS", help_heading = "World")]
     pub network: Option<NetworkOpt>,
 
-    /// Watchdog renewals / session heartbeats: time between them, e.g. 10s [default: TTL/3]
+    /// Watchdog renewals / session heartbeats: time between them, e.g. 10s
+    /// [default: TTL/3; with --client python-redis-lock, 2/3 of the TTL]
     #[arg(
         long,
         value_name = "DURATION",
@@ -243,8 +244,10 @@ pub struct ModelArgs {
     /// The client library to model, as a preset of the behaviours below
     /// (each can still be set on its own). Redlock: page (the redis.io
     /// algorithm, the default), redsync, redlock-py, node-redlock,
-    /// redlock-rb, redisson (RedissonRedLock). watchdog, replicated,
-    /// fencing-redis: redisson (RLock, 3.44+), redisson@3.43. `locklab list`
+    /// node-redlock@4, redlock-rb, redlock-rs, redlock-ng, pottery, redisson
+    /// (RedissonRedLock). watchdog, replicated: redisson (RLock, 3.44+),
+    /// redisson@3.43, python-redis-lock; fencing-redis: the two redisson.
+    /// lua-release: redis-py-lock, python-redis-lock. `locklab list`
     /// shows what each sets; docs/clients.md the sources
     #[arg(long, value_name = "LIBRARY", value_parser = names(ClientPreset::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub client: Option<String>,
@@ -300,8 +303,9 @@ pub struct ModelArgs {
     #[arg(long, value_name = "HOW", value_parser = names(Requests::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub requests: Option<String>,
     /// Redlock: decide an attempt once every instance answered or timed out
-    /// (all-replies), or as soon as a quorum said yes or a quorum said no
-    /// (first-quorum) [default: all-replies]
+    /// (all-replies), as soon as a quorum said yes or a quorum said no
+    /// (first-quorum), or as soon as a quorum said yes, else once all
+    /// answered (first-yes-quorum) [default: all-replies]
     #[arg(long, value_name = "WHEN", value_parser = names(Decide::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub decide: Option<String>,
     /// Redlock: check validity = TTL - elapsed - drift > 0 when the votes are
@@ -739,7 +743,12 @@ impl ModelArgs {
             }
         }
         if let Some(preset) = self.client.as_deref().and_then(ClientPreset::from_name) {
+            // A preset may set the renewal period; `--renew-every` wins.
+            let renew_every = p.renew_every;
             preset.apply(p, protocol);
+            if self.renew_every.is_some() {
+                p.renew_every = renew_every;
+            }
         }
         pick(&self.value, LockValue::from_name, &mut p.value);
         pick(&self.lock_shape, LockShape::from_name, &mut p.lock_shape);

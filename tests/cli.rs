@@ -1526,6 +1526,11 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
         "redlock-rs",
         "redisson",
         "redisson@3.43",
+        "node-redlock@4",
+        "redlock-ng",
+        "pottery",
+        "redis-py-lock",
+        "python-redis-lock",
     ] {
         assert!(out.contains(&format!("  {name} ")), "{name} in:\n{out}");
     }
@@ -1566,7 +1571,7 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
     // Bad names and a knob for another protocol are refused, naming what is allowed.
     rejects(
         &["check", "redlock", "--client", "redlok"],
-        "possible values: page, redsync, redlock-py, node-redlock, redlock-rb, redlock-rs, redisson, redisson@3.43",
+        "possible values: page, redsync, redlock-py, node-redlock, node-redlock@4, redlock-rb, redlock-rs, redlock-ng, pottery, redisson, redisson@3.43, redis-py-lock, python-redis-lock",
     );
     rejects(
         &["check", "redlock", "--validity-check", "maybe"],
@@ -1577,7 +1582,7 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
     // presets that fit.
     rejects(
         &["check", "watchdog", "--client", "redlock-py"],
-        "the presets for watchdog are redisson, redisson@3.43",
+        "the presets for watchdog are redisson, redisson@3.43, python-redis-lock",
     );
     rejects(
         &["check", "watchdog", "--wait-replicas", "2"],
@@ -1628,4 +1633,163 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
         &["check", "etcd", "--token", "sequence"],
         "--token does not apply to etcd",
     );
+}
+
+#[test]
+fn the_six_more_clients_are_accepted_where_they_fit_and_refused_elsewhere() {
+    // Each preset runs on every protocol it is a client of, and the report
+    // names it.
+    for (client, protocol) in [
+        ("node-redlock@4", "redlock"),
+        ("redlock-ng", "redlock"),
+        ("pottery", "redlock"),
+        ("redis-py-lock", "lua-release"),
+        ("python-redis-lock", "watchdog"),
+        ("python-redis-lock", "replicated"),
+        ("python-redis-lock", "lua-release"),
+    ] {
+        let mut args = vec![
+            "check",
+            protocol,
+            "--client",
+            client,
+            "--faults",
+            "none",
+            "--invariants",
+            "mutual_exclusion",
+        ];
+        if protocol == "redlock" {
+            args.extend(["--instances", "1", "--quorum", "1"]);
+        }
+        let o = locklab(&args);
+        let out = stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{client} on {protocol}: {out}{}",
+            stderr(&o)
+        );
+        assert!(out.contains(&format!("client={client}")), "{out}");
+    }
+    // Elsewhere the error (exit 2) names the presets that fit.
+    rejects(
+        &["check", "watchdog", "--client", "pottery"],
+        "the presets for watchdog are redisson, redisson@3.43, python-redis-lock",
+    );
+    rejects(
+        &["check", "redlock", "--client", "python-redis-lock"],
+        "the presets for redlock are page, redsync, redlock-py, node-redlock, node-redlock@4, redlock-rb, redlock-rs, redlock-ng, pottery, redisson",
+    );
+    rejects(
+        &["check", "lua-release", "--client", "node-redlock@4"],
+        "the presets for lua-release are redis-py-lock, python-redis-lock",
+    );
+    rejects(
+        &["check", "fencing-redis", "--client", "python-redis-lock"],
+        "the presets for fencing-redis are redisson, redisson@3.43",
+    );
+    rejects(
+        &["check", "replicated", "--client", "redis-py-lock"],
+        "--client redis-py-lock is no client of replicated: it is a client of lua-release",
+    );
+    rejects(
+        &["check", "setnx-expire", "--client", "redis-py-lock"],
+        "--client",
+    );
+    rejects(
+        &["check", "redlock", "--decide", "first"],
+        "first-yes-quorum",
+    );
+}
+
+#[test]
+fn python_redis_lock_renews_every_two_thirds_and_stops_at_the_first_error() {
+    // The preset's period is 2/3 of the TTL and follows --ttl; an explicit
+    // --renew-every wins over it.
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "watchdog",
+            "--client",
+            "python-redis-lock",
+            "--faults",
+            "loss,slow",
+            "--invariants",
+            "mutual_exclusion",
+        ];
+        args.extend_from_slice(extra);
+        locklab(&args)
+    };
+    let o = run(&[]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("renew-every=20s"), "{out}");
+    assert!(out.contains("renewal-on-error=stop"), "{out}");
+    let o = run(&["--ttl", "9s"]);
+    assert!(stdout(&o).contains("renew-every=6s"), "{}", stdout(&o));
+    // Retrying at Redisson's period (TTL/3) holds; either knob alone breaks.
+    let o = run(&["--renewal-on-error", "retry", "--renew-every", "10s"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("renew-every=10s"), "{out}");
+    for extra in [
+        &["--renewal-on-error", "retry"][..],
+        &["--renew-every", "10s"][..],
+    ] {
+        let o = run(extra);
+        assert_eq!(o.status.code(), Some(1), "{extra:?}: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn trace_against_runs_one_preset_s_counterexample_under_another() {
+    // node-redlock v5 enters on a quorum that came back after its key
+    // expired; on the same schedule node-redlock 4.2.0 checks the validity
+    // and refuses it, and the Rust crate (its check wraps) does not. The
+    // columns name each side's settings, defaults included.
+    let d = scratch("against-presets");
+    let report = d.join("v5.json");
+    let report = report.to_str().unwrap();
+    let o = locklab(&[
+        "check",
+        "redlock",
+        "--client",
+        "node-redlock",
+        "--instances",
+        "1",
+        "--quorum",
+        "1",
+        "--faults",
+        "delay",
+        "--timeout",
+        "60s",
+        "--invariants",
+        "no_lost_update",
+        "--json",
+        report,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v4 = locklab(&[
+        "trace",
+        "against",
+        "redlock",
+        report,
+        "--client",
+        "node-redlock@4",
+    ]);
+    let out = stdout(&v4);
+    assert_eq!(v4.status.code(), Some(0), "{out}{}", stderr(&v4));
+    assert!(
+        out.contains("client=node-redlock@4 decide=all-replies unlock-on-failure=await validity-check=on BLOCKS it"),
+        "{out}"
+    );
+    let rs = locklab(&[
+        "trace",
+        "against",
+        "redlock",
+        report,
+        "--client",
+        "redlock-rs",
+    ]);
+    assert_eq!(rs.status.code(), Some(1), "{}", stdout(&rs));
 }

@@ -748,6 +748,34 @@ impl Params {
         }
     }
 
+    /// The value of a parameter that [`Params::to_map`] leaves out because
+    /// it has its default (`None` for an unset option, shown as `off`).
+    pub fn omitted(key: &str) -> Option<serde_json::Value> {
+        fn json<T: Serialize>(v: T) -> Option<serde_json::Value> {
+            serde_json::to_value(v).ok()
+        }
+        match key {
+            "elapsed-clock" => json(ElapsedClock::default()),
+            "value" => json(LockValue::default()),
+            "unlock-on-failure" => json(UnlockOnFailure::default()),
+            "release" => json(Release::default()),
+            "requests" => json(Requests::default()),
+            "decide" => json(Decide::default()),
+            "validity-check" => json(true),
+            "lock-shape" => json(LockShape::default()),
+            "renewal-on-error" => json(RenewalOnError::default()),
+            "crash" => json(CrashKind::default()),
+            "handoff" => json(Handoff::default()),
+            "token" => json(TokenSource::default()),
+            "resource-op" => json(ResourceOp::default()),
+            "token-store" => json(TokenStore::default()),
+            "stock" => json(DEFAULT_STOCK),
+            "wait-replicas" | "clock-drift-ppm" | "unfenced-writers" => json(0),
+            "fence-reads" | "idempotent" => json(false),
+            _ => None,
+        }
+    }
+
     /// Reads parameters back from a trace file's map.
     pub fn from_map(map: &BTreeMap<String, serde_json::Value>) -> Result<Params, String> {
         let obj: serde_json::Map<String, serde_json::Value> =
@@ -779,7 +807,18 @@ const RENEWING: &[&str] = &[
 ];
 const ETCD: &[&str] = &["etcd"];
 /// Protocols whose client a preset (`--client`) can name.
-pub(crate) const CLIENTS: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+pub(crate) const CLIENTS: &[&str] = &[
+    "redlock",
+    "watchdog",
+    "replicated",
+    "fencing-redis",
+    "lua-release",
+];
+/// Redisson's protocols: `RLock` (the watchdog family, `RFencedLock` on
+/// fencing-redis) and `RedissonRedLock`.
+pub(crate) const REDISSON: &[&str] = &["redlock", "watchdog", "replicated", "fencing-redis"];
+/// The lock with neither a quorum nor a renewal (redis-py's `Lock`).
+pub(crate) const LUA_RELEASE: &[&str] = &["lua-release"];
 /// The protocols whose lock entry can be Redisson's reentrant hash
 /// (`fencing-redis` keeps its `SET NX` + `INCR` script).
 pub(crate) const HASH_SHAPED: &[&str] = &["redlock", "watchdog", "replicated"];
@@ -960,7 +999,7 @@ pub const PARAMS: &[ParamInfo] = &[
     },
     ParamInfo {
         name: "decide",
-        help: "Redlock: decide an attempt once every instance answered (all-replies) or at the first quorum either way (first-quorum)",
+        help: "Redlock: decide an attempt once every instance answered (all-replies) or at the first quorum either way (first-quorum) or at the first quorum of OKs (first-yes-quorum)",
         only: Some(REDLOCK),
     },
     ParamInfo {

@@ -6,10 +6,12 @@
 //! attempt, whether they ask the instances one at a time, and whether they
 //! check the validity left. Nor is "a watchdog lock": Redisson's `RLock`
 //! is a reentrant hash, waits for a replica after every lock script, and
-//! before 3.44 gave up renewing after one error. Each difference is a knob
-//! of its own ([`LockValue`], [`UnlockOnFailure`], [`Release`],
-//! [`Requests`], [`Decide`], the validity check, the elapsed-time clock,
-//! [`LockShape`], the replica wait and [`RenewalOnError`]); a preset
+//! before 3.44 gave up renewing after one error; python-redis-lock's
+//! renewal thread runs every ⅔ of the TTL and dies at its first error.
+//! Each difference is a knob of its own ([`LockValue`],
+//! [`UnlockOnFailure`], [`Release`], [`Requests`], [`Decide`], the
+//! validity check, the elapsed-time clock, [`LockShape`], the replica
+//! wait, [`RenewalOnError`] and the renewal period); a preset
 //! ([`ClientPreset`]) sets all of them as one library does, for the
 //! protocols it is a client of ([`ClientPreset::protocols`]). The sources,
 //! file by file, are in docs/clients.md.
@@ -97,6 +99,10 @@ pub enum Decide {
     /// As soon as a quorum said yes, or a quorum said no (node-redlock v5);
     /// later answers are ignored.
     FirstQuorum,
+    /// As soon as a quorum said yes; without one, once every instance
+    /// answered or timed out (pottery: `concurrent.futures.as_completed`
+    /// returns at the first majority of acquired masters, and only then).
+    FirstYesQuorum,
 }
 
 /// What the lock key holds.
@@ -150,7 +156,7 @@ names!(LockValue { PerCall => "per-call", PerAttempt => "per-attempt", PerThread
 names!(UnlockOnFailure { FireAndForget => "fire-and-forget", Await => "await", None => "none" });
 names!(Release { FireAndForget => "fire-and-forget", Await => "await" });
 names!(Requests { Concurrent => "concurrent", Sequential => "sequential" });
-names!(Decide { AllReplies => "all-replies", FirstQuorum => "first-quorum" });
+names!(Decide { AllReplies => "all-replies", FirstQuorum => "first-quorum", FirstYesQuorum => "first-yes-quorum" });
 names!(LockShape { String => "string", Hash => "hash" });
 names!(RenewalOnError { Retry => "retry", Stop => "stop" });
 
@@ -180,15 +186,28 @@ pub enum ClientPreset {
     Redsync,
     RedlockPy,
     NodeRedlock,
+    /// node-redlock 4.2.0 (mike-marcacci/node-redlock, `redlock.js`).
+    #[serde(rename = "node-redlock@4")]
+    NodeRedlock4,
     RedlockRb,
     /// The Rust `redlock` crate (badboy/redlock-rs 2.0.0).
     RedlockRs,
+    /// redlock-ng 2.0.4 (Python, alwaysvivek/redlock), its synchronous `Redlock`.
+    RedlockNg,
+    /// pottery 3.0.1's `Redlock` (Python, brainix/pottery).
+    Pottery,
     /// Redisson (3.44 and later): `RLock` on a single Redis or a primary
     /// with replicas, `RedissonRedLock` on Redlock instances.
     Redisson,
     /// Redisson 3.43 and earlier: a renewal error stops the watchdog.
     #[serde(rename = "redisson@3.43")]
     Redisson343,
+    /// redis-py's `redis.lock.Lock` (5.0.8; the same in 8.1.0): one
+    /// instance, no renewal.
+    RedisPyLock,
+    /// python-redis-lock 4.0.1 (ionelmc): `auto_renewal` is a watchdog
+    /// thread; without it the lock is `lua-release`'s.
+    PythonRedisLock,
 }
 
 names!(ClientPreset {
@@ -196,16 +215,25 @@ names!(ClientPreset {
     Redsync => "redsync",
     RedlockPy => "redlock-py",
     NodeRedlock => "node-redlock",
+    NodeRedlock4 => "node-redlock@4",
     RedlockRb => "redlock-rb",
     RedlockRs => "redlock-rs",
+    RedlockNg => "redlock-ng",
+    Pottery => "pottery",
     Redisson => "redisson",
     Redisson343 => "redisson@3.43",
+    RedisPyLock => "redis-py-lock",
+    PythonRedisLock => "python-redis-lock",
 });
 
 // The protocol lists are the options' own (`params`): the protocols whose
 // client is a Redlock client, Redisson's `RLock` (the watchdog family),
-// and all of Redisson's.
-use crate::params::{CLIENTS as REDISSON, HASH_SHAPED, REDLOCK, WATCHDOG_FAMILY as RLOCK};
+// all of Redisson's, and the lock with neither quorum nor renewal.
+use crate::params::{HASH_SHAPED, LUA_RELEASE, REDISSON, REDLOCK, WATCHDOG_FAMILY as RLOCK};
+
+/// python-redis-lock's: its lock with `auto_renewal` on one Redis (or a
+/// Sentinel master) and, without `auto_renewal`, `lua-release`'s.
+const PYTHON_REDIS_LOCK: &[&str] = &["watchdog", "replicated", "lua-release"];
 
 /// One Redlock preset's behaviours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +256,10 @@ pub struct RLockBehaviour {
     /// Replicas the client waits for after each lock script (`WAIT n`).
     pub wait_replicas: u8,
     pub renewal_on_error: RenewalOnError,
+    /// The renewal period as a fraction of the TTL, when the library's
+    /// differs from the watchdog's default TTL/3 (Redisson's
+    /// `lockWatchdogTimeout / 3`): python-redis-lock renews every ⅔.
+    pub renew_every: Option<(i64, i64)>,
 }
 
 impl ClientPreset {
@@ -238,10 +270,17 @@ impl ClientPreset {
             ClientPreset::Redsync => "go-redsync/redsync v4",
             ClientPreset::RedlockPy => "SPSCommerce/redlock-py 1.0.8",
             ClientPreset::NodeRedlock => "mike-marcacci/node-redlock v5",
+            ClientPreset::NodeRedlock4 => "mike-marcacci/node-redlock 4.2.0",
             ClientPreset::RedlockRb => "leandromoreira/redlock-rb (the `redlock` gem)",
             ClientPreset::RedlockRs => "badboy/redlock-rs 2.0.0 (the Rust `redlock` crate)",
+            ClientPreset::RedlockNg => "redlock-ng 2.0.4 (alwaysvivek/redlock; its sync Redlock)",
+            ClientPreset::Pottery => "brainix/pottery 3.0.1 (Redlock)",
             ClientPreset::Redisson => "redisson/redisson 3.44+ (RLock; RedissonRedLock on redlock)",
             ClientPreset::Redisson343 => "redisson/redisson up to 3.43 (RLock)",
+            ClientPreset::RedisPyLock => "redis/redis-py 5.0.8 to 8.1.0 (redis.lock.Lock)",
+            ClientPreset::PythonRedisLock => {
+                "ionelmc/python-redis-lock 4.0.1 (auto_renewal: watchdog, replicated; without: lua-release)"
+            }
         }
     }
 
@@ -250,6 +289,8 @@ impl ClientPreset {
         match self {
             ClientPreset::Redisson => REDISSON,
             ClientPreset::Redisson343 => RLOCK,
+            ClientPreset::RedisPyLock => LUA_RELEASE,
+            ClientPreset::PythonRedisLock => PYTHON_REDIS_LOCK,
             _ => REDLOCK,
         }
     }
@@ -312,6 +353,22 @@ impl ClientPreset {
                 false,
                 Wall,
             ),
+            // `_lock` draws `value = self._random()` once, before
+            // `attempt()`; sends the lock script to every server and
+            // decides in `loop` once `waiting` is down to 0; keeps the
+            // lock iff `votes >= quorum && lock.expiration > Date.now()`,
+            // `expiration = start + ttl - drift`, `start = Date.now()`;
+            // after a failed attempt `lock.unlock(cb)`, the retry timer
+            // set in its callback, once every server answered.
+            ClientPreset::NodeRedlock4 => b(
+                LockValue::PerCall,
+                UnlockOnFailure::Await,
+                Release::Await,
+                Requests::Concurrent,
+                Decide::AllReplies,
+                true,
+                Wall,
+            ),
             ClientPreset::RedlockRb => b(
                 LockValue::PerAttempt,
                 UnlockOnFailure::Await,
@@ -336,6 +393,36 @@ impl ClientPreset {
                 false,
                 Monotonic,
             ),
+            // `Redlock.acquire` (sync): `token = get_random_token()` before
+            // `while True`; `for instance in self.client.instances`, each
+            // `SET NX PX` bounded by its socket timeout (0.1 s); `validity
+            // = ttl - elapsed - drift > 0` with `current_time_ms()` =
+            // `time.time()`; on failure `_unlock_all` (one server after
+            // another, errors swallowed), then the sleep.
+            ClientPreset::RedlockNg => b(
+                LockValue::PerCall,
+                UnlockOnFailure::Await,
+                Release::Await,
+                Requests::Sequential,
+                Decide::AllReplies,
+                true,
+                Wall,
+            ),
+            // `Redlock._acquire_masters`: `self._uuid = str(uuid.uuid4())`
+            // on every attempt; a `BailOutExecutor` thread per master and
+            // `as_completed`, returning once more than half acquired and
+            // `auto_release_time - drift - elapsed > 0` (`ContextTimer`:
+            // `timeit.default_timer`, monotonic); otherwise, once all are
+            // in, `__release` in parallel, waited for.
+            ClientPreset::Pottery => b(
+                LockValue::PerAttempt,
+                UnlockOnFailure::Await,
+                Release::Await,
+                Requests::Concurrent,
+                Decide::FirstYesQuorum,
+                true,
+                Monotonic,
+            ),
             // `RedissonMultiLock.tryLock`: one instance after another, the
             // locks it got unlocked and awaited after a failed round
             // (`unlockInner`), no validity check; the elapsed time only
@@ -354,7 +441,9 @@ impl ClientPreset {
                 shape: LockShape::Hash,
                 ..b
             }),
-            ClientPreset::Redisson343 => None,
+            ClientPreset::Redisson343
+            | ClientPreset::RedisPyLock
+            | ClientPreset::PythonRedisLock => None,
         }
     }
 
@@ -366,11 +455,36 @@ impl ClientPreset {
                 shape: LockShape::Hash,
                 wait_replicas: 1,
                 renewal_on_error,
+                renew_every: None,
             })
         };
         match self {
             ClientPreset::Redisson => redisson(RenewalOnError::Retry),
             ClientPreset::Redisson343 => redisson(RenewalOnError::Stop),
+            // `Lock.__init__`: `_id` drawn once per `Lock` object (a new
+            // one per `with Lock(...)`); `SET NX EX`, a string; no `WAIT`;
+            // `_lock_renewer` calls `extend` every `expire * 2 / 3`, and
+            // any exception from it (`NotAcquired`, a connection error)
+            // ends the thread, telling nobody.
+            ClientPreset::PythonRedisLock => Some(RLockBehaviour {
+                value: LockValue::PerCall,
+                shape: LockShape::String,
+                wait_replicas: 0,
+                renewal_on_error: RenewalOnError::Stop,
+                renew_every: Some((2, 3)),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The lock value it uses on `lua-release` (a lock with neither quorum
+    /// nor renewal); `None` for a library that is no client of it.
+    pub fn plain(self) -> Option<LockValue> {
+        match self {
+            // redis-py `Lock.acquire`: `token = uuid.uuid1().hex.encode()`
+            // before `while True`, reused by its retries.
+            // python-redis-lock: `_id` per `Lock` object.
+            ClientPreset::RedisPyLock | ClientPreset::PythonRedisLock => Some(LockValue::PerCall),
             _ => None,
         }
     }
@@ -393,13 +507,25 @@ impl ClientPreset {
             ));
         }
         if let Some(b) = self.rlock() {
+            let every = match b.renew_every {
+                Some((n, d)) => format!(" --renew-every {n}/{d} of the TTL"),
+                None => String::new(),
+            };
+            let fencing = if self.fits("fencing-redis") {
+                "; fencing-redis: the same but --lock-shape (its token script sets a string)"
+            } else {
+                ""
+            };
             parts.push(format!(
-                "watchdog, replicated: --value {} --lock-shape {} --wait-replicas {} --renewal-on-error {}; fencing-redis: the same but --lock-shape (its token script sets a string)",
+                "watchdog, replicated: --value {} --lock-shape {} --wait-replicas {} --renewal-on-error {}{every}{fencing}",
                 b.value.name(),
                 b.shape.name(),
                 b.wait_replicas,
                 b.renewal_on_error.name()
             ));
+        }
+        if let Some(v) = self.plain() {
+            parts.push(format!("lua-release: --value {}", v.name()));
         }
         parts.join("; ")
     }
@@ -430,6 +556,14 @@ impl ClientPreset {
             }
             p.wait_replicas = b.wait_replicas;
             p.renewal_on_error = b.renewal_on_error;
+            if let Some((n, d)) = b.renew_every {
+                p.renew_every = p.ttl * n / d;
+            }
+        }
+        if LUA_RELEASE.contains(&protocol)
+            && let Some(v) = self.plain()
+        {
+            p.value = v;
         }
     }
 }

@@ -3,7 +3,9 @@
 
 mod common;
 use common::*;
-use locklab_models::presets::{ClientPreset, LockShape, LockValue, RenewalOnError, Requests};
+use locklab_models::presets::{
+    ClientPreset, Decide, LockShape, LockValue, RenewalOnError, Requests,
+};
 use locklab_models::world::{Phase, Touch, Vote};
 use locklab_models::{Action, FaultKind::*, Invariant::*, LockModel, Params};
 
@@ -265,4 +267,291 @@ fn the_rust_crate_s_unsigned_validity_wraps_and_lets_a_late_quorum_in() {
     // Signed arithmetic (the check as every other checking client has it)
     // refuses the late quorum.
     holds(&scenario(true), NoLostUpdate);
+}
+
+#[test]
+fn each_of_the_six_more_presets_sets_its_behaviours() {
+    use locklab_models::params::ElapsedClock::{Monotonic, Wall};
+    use locklab_models::presets::{Release, UnlockOnFailure};
+    let redlock = |c: ClientPreset| {
+        let m = one_instance(c, &[], |_| {});
+        let p = m.params.clone();
+        (
+            p.value,
+            p.unlock_on_failure,
+            p.release,
+            p.requests,
+            p.decide,
+            p.validity_check,
+            p.elapsed_clock,
+        )
+    };
+    use Requests::{Concurrent, Sequential};
+    assert_eq!(
+        redlock(ClientPreset::NodeRedlock4),
+        (
+            LockValue::PerCall,
+            UnlockOnFailure::Await,
+            Release::Await,
+            Concurrent,
+            Decide::AllReplies,
+            true,
+            Wall
+        )
+    );
+    assert_eq!(
+        redlock(ClientPreset::RedlockNg),
+        (
+            LockValue::PerCall,
+            UnlockOnFailure::Await,
+            Release::Await,
+            Sequential,
+            Decide::AllReplies,
+            true,
+            Wall
+        )
+    );
+    assert_eq!(
+        redlock(ClientPreset::Pottery),
+        (
+            LockValue::PerAttempt,
+            UnlockOnFailure::Await,
+            Release::Await,
+            Concurrent,
+            Decide::FirstYesQuorum,
+            true,
+            Monotonic
+        )
+    );
+    // python-redis-lock's watchdog thread: a string key, no WAIT, a
+    // renewal every 2/3 of the TTL, and the first error ends it.
+    let w = model_with("watchdog", &[], |p| {
+        p.ttl = 9 * locklab_models::time::SEC;
+        ClientPreset::PythonRedisLock.apply(p, "watchdog");
+    });
+    assert_eq!(w.params.value, LockValue::PerCall);
+    assert_eq!(w.params.lock_shape, LockShape::String);
+    assert_eq!(w.params.wait_replicas, 0);
+    assert_eq!(w.params.renewal_on_error, RenewalOnError::Stop);
+    assert_eq!(w.params.renew_every, 6 * locklab_models::time::SEC);
+    // Redisson keeps the watchdog's own period (TTL/3).
+    let r = model_with("watchdog", &[], |p| {
+        ClientPreset::Redisson.apply(p, "watchdog")
+    });
+    assert_eq!(r.params.renew_every, r.params.ttl / 3);
+    // redis-py's Lock and python-redis-lock without auto_renewal are
+    // lua-release clients; a value per acquire() call.
+    for c in [ClientPreset::RedisPyLock, ClientPreset::PythonRedisLock] {
+        let m = model_with("lua-release", &[], |p| {
+            p.value = LockValue::PerThread;
+            c.apply(p, "lua-release");
+        });
+        assert_eq!(m.params.value, LockValue::PerCall, "{}", c.name());
+        assert!(c.fits("lua-release"));
+    }
+    assert!(!ClientPreset::RedisPyLock.fits("watchdog"));
+    assert!(!ClientPreset::PythonRedisLock.fits("fencing-redis"));
+    assert!(!ClientPreset::Redisson.fits("lua-release"));
+}
+
+#[test]
+fn node_redlock_4_checks_the_validity_that_node_redlock_5_does_not() {
+    // The late quorum of Kleppmann's scenario D: node-redlock 4.2.0 keeps
+    // the lock only if `start + ttl - drift > Date.now()`, so it loses no
+    // update where v5 does.
+    holds(&late_quorum(ClientPreset::NodeRedlock4, true), NoLostUpdate);
+    let m = one_instance(ClientPreset::NodeRedlock4, &[Delay], |p| {
+        p.timeout = 60 * locklab_models::time::SEC;
+    });
+    assert!(m.params.validity_check);
+    holds(&m, NoLostUpdate);
+    let v5 = one_instance(ClientPreset::NodeRedlock, &[Delay], |p| {
+        p.timeout = 60 * locklab_models::time::SEC;
+    });
+    violated(&v5, NoLostUpdate);
+    // And it unlocks after a failed attempt with the value its retry
+    // reuses: a held-up unlock deletes the retry's key (v5 does not unlock).
+    assert_eq!(
+        stale_unlock(ClientPreset::NodeRedlock4),
+        Some(Touch::DeletedOwnCurrent)
+    );
+}
+
+/// Two instances, both needed, a slow critical section and a 10 s clock
+/// jump: only the client's own wall clock jumping back can stretch its
+/// validity past the keys.
+fn jumping(preset: ClientPreset, f: impl FnOnce(&mut Params)) -> LockModel {
+    model_with("redlock", &[ClockJump, Slow], |p| {
+        p.instances = 2;
+        p.quorum = 2;
+        p.jump = 10 * locklab_models::time::SEC;
+        preset.apply(p, "redlock");
+        f(p);
+    })
+}
+
+#[test]
+fn redlock_ng_measures_on_the_wall_clock_and_a_jump_back_loses_an_update() {
+    // `current_time_ms()` is `time.time()`: a backward jump of the client's
+    // clock stretches the validity it computed.
+    let m = jumping(ClientPreset::RedlockNg, |_| {});
+    let r = check(&m, &[NoLostUpdate]);
+    let path = r.violations.get(&NoLostUpdate).expect("an update is lost");
+    assert!(path.iter().any(|(a, _)| matches!(
+        a,
+        Action::ClockJump {
+            node: locklab_models::world::Node::Client(_),
+            ..
+        }
+    )));
+    // The same client on a monotonic clock holds.
+    holds(
+        &jumping(ClientPreset::RedlockNg, |p| {
+            p.elapsed_clock = locklab_models::params::ElapsedClock::Monotonic
+        }),
+        NoLostUpdate,
+    );
+}
+
+#[test]
+fn pottery_s_value_per_attempt_and_monotonic_timer_decide_two_verdicts() {
+    // A uuid4 per attempt: a held-up unlock of a failed attempt matches
+    // nothing the retry wrote (redlock-ng, one value per call, breaks).
+    holds(
+        &one_instance(ClientPreset::Pottery, &[Delay], |_| {}),
+        Ownership,
+    );
+    assert_eq!(
+        stale_unlock(ClientPreset::RedlockNg),
+        Some(Touch::DeletedOwnCurrent)
+    );
+    assert_eq!(
+        stale_unlock(ClientPreset::Pottery),
+        None,
+        "pottery is immune"
+    );
+    let per_call = one_instance(ClientPreset::Pottery, &[Delay], |p| {
+        p.value = LockValue::PerCall
+    });
+    violated(&per_call, Ownership);
+    // `ContextTimer` reads `timeit.default_timer` (monotonic): the clock
+    // jump that breaks redlock-ng does not break pottery, and does once
+    // its timer is the wall clock.
+    holds(&jumping(ClientPreset::Pottery, |_| {}), NoLostUpdate);
+    violated(
+        &jumping(ClientPreset::Pottery, |p| {
+            p.elapsed_clock = locklab_models::params::ElapsedClock::Wall
+        }),
+        NoLostUpdate,
+    );
+}
+
+/// Whether one client of `preset` on three instances (quorum 2), with no
+/// fault and `decide`, can believe it holds the lock while one of its
+/// `SET`s is still on its way (its answer would come later): every
+/// reachable symbolic state.
+fn enters_with_an_answer_in_flight(preset: ClientPreset, decide: Decide) -> bool {
+    use locklab_models::world::{Body, Cmd, Node};
+    let m = model_with("redlock", &[], |p| {
+        p.instances = 3;
+        p.quorum = 2;
+        p.clients = 1;
+        preset.apply(p, "redlock");
+        p.decide = decide;
+    });
+    let start = m.zinit();
+    let mut seen = std::collections::HashSet::from([start.clone()]);
+    let mut queue = std::collections::VecDeque::from([start]);
+    let mut next = Vec::new();
+    while let Some(s) = queue.pop_front() {
+        let w = &s.world;
+        if w.clients[0].holds()
+            && w.net.iter().any(|msg| {
+                msg.from == Node::Client(0) && matches!(msg.body, Body::Req(Cmd::SetNxPx { .. }))
+            })
+        {
+            return true;
+        }
+        m.successors(&s, &mut next);
+        for x in next.drain(..) {
+            if seen.insert(x.next.clone()) {
+                queue.push_back(x.next);
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn pottery_decides_at_the_first_quorum_of_oks() {
+    // `as_completed` hands pottery the masters' answers as they come and
+    // it returns at the first majority of OKs: it can be in its critical
+    // section while its third `SET` has not even reached its instance. A
+    // client that decides on all replies cannot.
+    assert!(enters_with_an_answer_in_flight(
+        ClientPreset::Pottery,
+        Decide::FirstYesQuorum
+    ));
+    assert!(!enters_with_an_answer_in_flight(
+        ClientPreset::Pottery,
+        Decide::AllReplies
+    ));
+}
+
+#[test]
+fn redis_py_lock_draws_a_token_per_acquire_so_a_late_release_matches_nothing() {
+    // One client, two acquisitions, a held-up release of the first: the
+    // second acquire() has its own uuid1 token. A token reused across
+    // acquisitions (`acquire(token=...)` with a fixed one) lets the stale
+    // release delete the second lock.
+    let lua = |f: fn(&mut Params)| {
+        model_with("lua-release", &[Delay], |p| {
+            ClientPreset::RedisPyLock.apply(p, "lua-release");
+            p.clients = 1;
+            p.acquisitions = 2;
+            f(p);
+        })
+    };
+    holds(&lua(|_| {}), Ownership);
+    second_acquisition_loses_its_key(&lua(|p| p.value = LockValue::PerThread));
+}
+
+#[test]
+fn python_redis_lock_s_renewal_thread_dies_silently_and_renews_too_late_to_retry() {
+    // A lost renewal: the thread's `extend` raises and the thread ends;
+    // the holder is not told, keeps working, and its key expires under it.
+    let watchdog = |f: fn(&mut Params)| {
+        model_with("watchdog", &[Loss, Slow], |p| {
+            ClientPreset::PythonRedisLock.apply(p, "watchdog");
+            f(p);
+        })
+    };
+    let m = watchdog(|_| {});
+    let r = check(&m, &[MutualExclusion]);
+    let path = r.violations.get(&MutualExclusion).expect("it breaks");
+    assert!(
+        path.iter().any(|(a, _)| matches!(a, Action::Drop { .. })),
+        "a message is lost on the way"
+    );
+    let ws = worlds(&m, path);
+    let last = ws.last().unwrap();
+    assert_eq!(
+        last.clients.iter().filter(|c| c.holds()).count(),
+        2,
+        "the first holder still believes it holds the lock"
+    );
+    // Retrying would not save it: the next renewal, 2/3 of the TTL later,
+    // comes after the key expired. Retrying at TTL/3 does.
+    violated(
+        &watchdog(|p| p.renewal_on_error = RenewalOnError::Retry),
+        MutualExclusion,
+    );
+    violated(&watchdog(|p| p.renew_every = p.ttl / 3), MutualExclusion);
+    holds(
+        &watchdog(|p| {
+            p.renewal_on_error = RenewalOnError::Retry;
+            p.renew_every = p.ttl / 3;
+        }),
+        MutualExclusion,
+    );
 }

@@ -122,13 +122,17 @@ fn tally(x: &Ctx, c: u8) -> (usize, usize) {
     )
 }
 
-/// Whether a voting client that decides at the first quorum
-/// (`--decide first-quorum`) has one, either way.
+/// Whether a voting client that decides at the first quorum has one:
+/// either way (`--decide first-quorum`), or of OKs (`first-yes-quorum`).
 fn settled(m: &crate::model::LockModel, votes: &[Vote]) -> bool {
     let q = m.params.quorum as usize;
     let yes = votes.iter().filter(|v| **v == Vote::Yes).count();
     let no = votes.iter().filter(|v| **v == Vote::No).count();
-    m.params.decide == Decide::FirstQuorum && (yes >= q || no >= q)
+    match m.params.decide {
+        Decide::AllReplies => false,
+        Decide::FirstQuorum => yes >= q || no >= q,
+        Decide::FirstYesQuorum => yes >= q,
+    }
 }
 
 /// Is the validity still positive by client `c`'s own clock? validity =
@@ -278,7 +282,12 @@ impl Protocol for Redlock {
                     EventKind::Note,
                     x.w.client_name(c),
                     None,
-                    "has a quorum either way: decides without the other answers"
+                    "{}",
+                    if x.m.params.decide == Decide::FirstYesQuorum {
+                        "has a quorum of OKs: decides without the other answers"
+                    } else {
+                        "has a quorum either way: decides without the other answers"
+                    }
                 );
             } else {
                 // The timeout fired first: whoever has not answered counts as no.
@@ -324,7 +333,7 @@ impl Protocol for Redlock {
     }
     fn replies_ready(&self, m: &crate::model::LockModel, w: &World, c: u8) -> bool {
         let cl = &w.clients[c as usize];
-        if cl.phase == Phase::Acquire(VOTING) && m.params.decide == Decide::FirstQuorum {
+        if cl.phase == Phase::Acquire(VOTING) && m.params.decide != Decide::AllReplies {
             // The answers that have arrived, counted with those already read.
             let mut votes = cl.votes.clone();
             for msg in arrived(w, c) {

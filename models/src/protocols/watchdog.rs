@@ -6,10 +6,11 @@
 //!
 //! The renewal runs on its own timer in the client process: a `slow`
 //! critical section does not stop it, a `pause` freezes it with everything
-//! else. As in Redisson, a renewal that finds the lock gone (reply 0) stops
-//! silently, and a renewal that times out is retried at the next period
-//! (Redisson >= 3.44) or, with `--renewal-on-error stop`, ends the watchdog
-//! for good (Redisson <= 3.43).
+//! else. As in Redisson and python-redis-lock (whose renewal thread dies on
+//! `NotAcquired`), a renewal that finds the lock gone (reply 0) stops
+//! silently: the holder is not told. A renewal that times out is retried
+//! at the next period (Redisson >= 3.44) or, with `--renewal-on-error
+//! stop`, ends the watchdog for good (Redisson <= 3.43, python-redis-lock).
 //!
 //! Buggy variants: `--renew-unchecked` renews with a plain `PEXPIRE` (no
 //! ownership check); `--no-cancel` never cancels the renewal, so it outlives
