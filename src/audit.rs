@@ -183,11 +183,27 @@ fn candidates(m: &LockModel, inv: Invariant) -> Vec<(String, &'static str, Vec<S
             vec!["--renew-every".into(), third],
         ));
     }
-    if p.renewal_on_error == locklab_models::presets::RenewalOnError::Stop {
+    let stops = p.renewal_on_error == locklab_models::presets::RenewalOnError::Stop;
+    if stops {
         v.push((
             "keep renewing after a failed renewal (Redisson 3.44+)".into(),
             name,
             vec!["--renewal-on-error".into(), "retry".into()],
+        ));
+    }
+    // The two together: a retry a long period later comes after the key
+    // expired, so neither alone may be enough.
+    if stops && m.proto.renewal() != Renewal::None && p.renew_every * 3 > ttl {
+        let third = cli_duration(ttl / 3);
+        v.push((
+            format!("renew every TTL/3 ({third}) and keep renewing after a failed renewal"),
+            name,
+            vec![
+                "--renew-every".into(),
+                third,
+                "--renewal-on-error".into(),
+                "retry".into(),
+            ],
         ));
     }
     if matches!(name, "replicated" | "fencing-redis") && p.wait_replicas == 0 {
@@ -621,7 +637,7 @@ fn checklist(
     });
 
     let orphan = status_of(r, "no_orphan_lock");
-    out.push(if !(m.proto.renewal() == Renewal::Watchdog) {
+    out.push(if m.proto.renewal() != Renewal::Watchdog {
         item("Release runs in finally, cancels the renewal before deleting; renewal has a total cap", "n/a", no_watchdog(m))
     } else if p.no_cancel || orphan.starts_with("violated") {
         item(
@@ -644,7 +660,7 @@ fn checklist(
     });
 
     let me = status_of(r, "mutual_exclusion");
-    out.push(if !(m.proto.renewal() == Renewal::Watchdog) {
+    out.push(if m.proto.renewal() != Renewal::Watchdog {
         item("A failed renewal reaches the business thread, which checks a lock-lost flag before critical writes", "n/a", no_watchdog(m))
     } else if p.renewal_on_error == locklab_models::presets::RenewalOnError::Stop {
         item(

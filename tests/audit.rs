@@ -152,6 +152,38 @@ fn a_renewal_period_longer_than_the_ttl_breaks_under_slow_and_renewing_every_thi
 }
 
 #[test]
+fn python_redis_lock_needs_both_a_shorter_period_and_retried_renewals() {
+    let (code, a) = audit(&example("python-redis-lock"), &["--runs", "200"]);
+    assert_eq!(code, 1);
+    let me = verdict(&a, "mutual_exclusion");
+    assert_eq!(me["status"], "violated");
+    assert_eq!(
+        me["minimal_fault_sets"],
+        serde_json::json!([["slow", "loss"]])
+    );
+    let check_of = |change: &str| {
+        fixes(&a, "mutual_exclusion")
+            .into_iter()
+            .find(|f| f["change"] == change)
+            .unwrap_or_else(|| panic!("{change} not tried"))["check"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(check_of("renew-every = \"10s\""), "violated");
+    assert_eq!(check_of("renewal-on-error = \"retry\""), "violated");
+    assert_eq!(
+        check_of("renew-every = \"10s\", renewal-on-error = \"retry\""),
+        "holds"
+    );
+    assert_eq!(
+        checklist(&a, 5).0,
+        "fail",
+        "the renewal thread stops silently"
+    );
+}
+
+#[test]
 fn etcd_guarding_postgres_loses_an_update_until_reads_are_fenced() {
     let (code, a) = audit(&example("etcd-postgres"), &[]);
     assert_eq!(code, 1);
@@ -420,7 +452,7 @@ fn a_bad_description_is_refused_with_its_file_line_and_key() {
         ),
         (
             "[lock]\nprotocol = \"lua-release\"\nclient = \"redisson\"\n",
-            "lock.toml:3 ([lock] client): --client does not apply to lua-release",
+            "lock.toml:3 ([lock] client): --client redisson is no client of lua-release",
         ),
         (
             "[lock]\nprotocol = \"watchdog\"\nttl = \"30\"\n",
