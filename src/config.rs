@@ -409,6 +409,18 @@ impl Description {
         let mut settings = Vec::new();
         for (name, value) in root.get_ref() {
             let sname: &str = name.get_ref();
+            // A key outside any section: say which section takes it.
+            if !matches!(value.get_ref(), DeValue::Table(_)) {
+                let home = KEYS
+                    .iter()
+                    .find(|k| k.name == sname)
+                    .map_or("a section".to_string(), |k| format!("[{}]", k.section));
+                return Err(Failure::input(format!(
+                    "{}: `{sname}` is outside any section; put it under {home} (sections: {})",
+                    at(name.span().start),
+                    section_names.join(", ")
+                )));
+            }
             let Some(section) = section_names.iter().copied().find(|s| *s == sname) else {
                 let hint = did_you_mean(sname, &section_names)
                     .map(|s| format!("did you mean [{s}]? "))
@@ -1078,6 +1090,13 @@ mod tests {
         assert!(
             e.message
                 .contains("t.toml:3: [lock] renew-unchecked: expected true or false, found string"),
+            "{}",
+            e.message
+        );
+        let e = parse("protocol = \"watchdog\"\n").unwrap_err();
+        assert!(
+            e.message
+                .contains("t.toml:1: `protocol` is outside any section; put it under [lock]"),
             "{}",
             e.message
         );
