@@ -33,6 +33,10 @@ pub struct DocsArgs {
     /// Worker threads for the searches [default: one per core]; the gallery does not depend on it
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Print the client presets × fault kinds table on standard output
+    /// instead of writing the gallery (`locklab docs --clients > docs/clients-table.md`)
+    #[arg(long, conflicts_with = "force")]
+    pub clients: bool,
 }
 
 /// The command that regenerates the gallery, as pages quote it.
@@ -385,6 +389,11 @@ fn foreign_targets(
 pub fn run(args: &DocsArgs) -> Result<i32, Failure> {
     if args.threads == Some(0) || args.threads.is_some_and(|t| t > 256) {
         return Err(Failure::input("--threads must be between 1 and 256"));
+    }
+    if args.clients {
+        let page = crate::clients_table::render(args.threads)?;
+        out!("{page}")?;
+        return Ok(0);
     }
     prepare_dir("out", &args.out)?;
     let owned = owned_files(&args.out, args.force)?;

@@ -11,6 +11,7 @@ mod audit;
 mod bench;
 mod check;
 mod cli;
+mod clients_table;
 mod config;
 mod docs;
 mod ladder;
