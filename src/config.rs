@@ -116,7 +116,7 @@ use Kind::*;
 /// its row says otherwise.
 const KEYS: &[Key] = &[
     key("lock", "protocol", Text, None, None),
-    key("lock", "client", Text, Some("client"), None),
+    key("lock", "client", Text, Some("client"), Some("client")),
     key(
         "lock",
         "instances",

@@ -286,6 +286,10 @@ pub struct SimulateArgs {
     /// The bound detected_within holds the reconciler to [default: one --reconcile period + --step]
     #[arg(long, value_name = "DURATION", help_heading = "Resource")]
     pub detect_within: Option<String>,
+    /// The client library, as a preset of its behaviours (as for `check`;
+    /// `locklab list` shows them, docs/clients.md the sources) [default: none]
+    #[arg(long, value_name = "LIBRARY", help_heading = "Protocol knobs")]
+    pub client: Option<String>,
     /// How the network orders messages: fifo (one TCP connection) or unordered [default: fifo]
     #[arg(long, value_name = "ORDER", help_heading = "Protocol knobs")]
     pub network: Option<String>,
@@ -335,6 +339,7 @@ impl SimulateArgs {
             ("reconcile", &self.reconcile),
             ("detect-within", &self.detect_within),
             ("network", &self.network),
+            ("client", &self.client),
             ("horizon", &self.horizon),
             ("scheduler", &self.scheduler),
         ];
@@ -741,7 +746,14 @@ pub fn render(s: &Summary, out_dir: Option<&Path>) -> String {
     use std::fmt::Write as _;
     let c = &s.config;
     let mut o = String::new();
-    let _ = writeln!(o, "locklab simulate {}", c.protocol);
+    match &c.client {
+        Some(client) => {
+            let _ = writeln!(o, "locklab simulate {} --client {client}", c.protocol);
+        }
+        None => {
+            let _ = writeln!(o, "locklab simulate {}", c.protocol);
+        }
+    }
     let last = s.seed.wrapping_add(s.runs - 1);
     let _ = writeln!(
         o,

@@ -405,3 +405,41 @@ fn simulate_takes_the_resource_options_as_check_does() {
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn simulate_takes_a_client_preset_where_it_fits() {
+    // python-redis-lock renews every 2/3 of the TTL, as `check` models it.
+    let o = common::locklab(&[
+        "simulate",
+        "watchdog",
+        "--client",
+        "python-redis-lock",
+        "--runs",
+        "20",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let text = common::stdout(&o);
+    assert!(
+        text.starts_with("locklab simulate watchdog --client python-redis-lock\n"),
+        "{text}"
+    );
+    assert!(text.contains("ttl 30 s (renewed every 20 s)"), "{text}");
+    // An explicit ratio wins over the preset's period.
+    let o = common::locklab(&[
+        "simulate",
+        "watchdog",
+        "--client",
+        "python-redis-lock",
+        "--renew-ratio",
+        "0.25",
+        "--runs",
+        "20",
+    ]);
+    assert!(common::stdout(&o).contains("(renewed every 7.5 s)"));
+    // A preset of another protocol, or no preset at all: exit 2, named.
+    common::rejects(
+        &["simulate", "lua-release", "--client", "redisson"],
+        "the presets for lua-release are",
+    );
+    common::rejects(&["simulate", "redlock", "--client", "redsink"], "no such preset");
+}

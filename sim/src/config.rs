@@ -10,6 +10,7 @@
 use locklab_models::faults::{FaultKind, UNLIMITED};
 use locklab_models::params::{MAX_DURATION, Network, PARAMS};
 use locklab_models::params::{ResourceCheck, ResourceOp, TokenRule, TokenStore};
+use locklab_models::presets::ClientPreset;
 use locklab_models::protocols::{self, Protocol};
 use locklab_models::time::{MS, Micros, SEC};
 use locklab_models::units;
@@ -158,6 +159,10 @@ pub struct SimConfig {
     pub detect_within: Option<Micros>,
     /// How the network orders messages (default: fifo, one TCP connection).
     pub network: Network,
+    /// The client library preset (`check --client`), by name; none: the
+    /// protocol's own behaviour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// A run stops at this simulated time (a client starved by a lock that
     /// never expires would otherwise retry forever).
     pub horizon: Micros,
@@ -220,6 +225,7 @@ impl SimConfig {
             reconcile: None,
             detect_within: None,
             network: Network::Fifo,
+            client: None,
             horizon: 600 * SEC,
             scheduler: Scheduler::Random,
         }
@@ -360,6 +366,19 @@ impl SimConfig {
         }
         p.max_faults = None;
         p.renew_every = ((self.ttl as f64 * self.renew_ratio + 0.5) as i64).clamp(1, MAX_DURATION);
+        if let Some(name) = &self.client {
+            let preset = ClientPreset::from_name(name)
+                .ok_or_else(|| format!("--client {name:?}: no such preset"))?;
+            // The preset sets its library's behaviours, and may set its
+            // own renewal period (python-redis-lock: 2/3 of the TTL). A
+            // --renew-ratio other than the default 1/3 is the user's and
+            // wins over it.
+            let renew_every = p.renew_every;
+            preset.apply(&mut p, proto.name());
+            if (self.renew_ratio - 1.0 / 3.0).abs() > 1e-9 {
+                p.renew_every = renew_every;
+            }
+        }
         p.renew_cap = self.renew_cap;
         p.renew_unchecked = self.renew_unchecked;
         p.no_cancel = self.no_cancel;
@@ -732,6 +751,22 @@ pub static OPTIONS: &[Opt] = &[
                 "unordered" => Network::Unordered,
                 _ => return Err(format!("--network {v:?}: expected fifo or unordered")),
             };
+            Ok(())
+        },
+    },
+    Opt {
+        name: "client",
+        kind: Kind::Choice,
+        get: |c| c.client.clone().unwrap_or_default(),
+        set: |c, v| {
+            if ClientPreset::from_name(v).is_none() {
+                let names: Vec<&str> = ClientPreset::ALL.iter().map(|p| p.name()).collect();
+                return Err(format!(
+                    "--client {v:?}: no such preset; the presets: {}",
+                    names.join(", ")
+                ));
+            }
+            c.client = Some(v.to_string());
             Ok(())
         },
     },
