@@ -12,6 +12,8 @@ COPY models models
 COPY sim sim
 COPY traces traces
 COPY replay replay
+# The starter lock description `locklab init` writes is compiled in.
+COPY examples examples
 RUN cargo build --release --locked --bin locklab
 
 FROM debian:bookworm-slim

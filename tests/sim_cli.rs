@@ -441,5 +441,8 @@ fn simulate_takes_a_client_preset_where_it_fits() {
         &["simulate", "lua-release", "--client", "redisson"],
         "the presets for lua-release are",
     );
-    common::rejects(&["simulate", "redlock", "--client", "redsink"], "no such preset");
+    common::rejects(
+        &["simulate", "redlock", "--client", "redsink"],
+        "no such preset",
+    );
 }
