@@ -1133,13 +1133,30 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
     let _ = writeln!(o, "| # | item | status | evidence |");
     let _ = writeln!(o, "|---|---|---|---|");
     for (i, c) in a.checklist.iter().enumerate() {
+        // Beside the files (--out), the evidence links the counterexamples
+        // it names.
+        let mut evidence = c.evidence.clone();
+        if pictures {
+            for t in &r.traces {
+                if c.evidence.contains(&format!("{} violated", t.invariant)) {
+                    let _ = write!(
+                        evidence,
+                        " ([{} trace]({}), [picture]({}.{}.svg))",
+                        t.invariant,
+                        check::trace_file_name(t),
+                        t.config.protocol,
+                        t.invariant
+                    );
+                }
+            }
+        }
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} |",
             i + 1,
             c.item,
             c.status,
-            c.evidence
+            evidence
         );
     }
     o

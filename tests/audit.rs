@@ -280,6 +280,11 @@ fn out_writes_the_markdown_the_html_the_json_and_the_traces() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("![mutual_exclusion counterexample](watchdog.mutual_exclusion.svg)"));
+    // The checklist's evidence links the counterexample it rests on.
+    assert!(
+        md.contains("no_lost_update violated (9 steps) ([no_lost_update trace](watchdog.no_lost_update.json), [picture](watchdog.no_lost_update.svg))"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("renew at most every TTL/3"));
     assert!(out.join("watchdog.mutual_exclusion.svg").is_file());
