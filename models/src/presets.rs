@@ -398,16 +398,9 @@ impl ClientPreset {
             // `SET NX PX` bounded by its socket timeout (0.1 s); `validity
             // = ttl - elapsed - drift > 0` with `current_time_ms()` =
             // `time.time()`; on failure `_unlock_all` (one server after
-            // another, errors swallowed), then the sleep.
-            ClientPreset::RedlockNg => b(
-                LockValue::PerCall,
-                UnlockOnFailure::Await,
-                Release::Await,
-                Requests::Sequential,
-                Decide::AllReplies,
-                true,
-                Wall,
-            ),
+            // another, errors swallowed), then the sleep: redlock-py's
+            // behaviours, one for one.
+            ClientPreset::RedlockNg => ClientPreset::RedlockPy.redlock(),
             // `Redlock._acquire_masters`: `self._uuid = str(uuid.uuid4())`
             // on every attempt; a `BailOutExecutor` thread per master and
             // `as_completed`, returning once more than half acquired and

@@ -69,14 +69,7 @@ pub fn on_renewed(x: &mut Ctx, c: u8, reply: Reply) {
             .renew_cap
             .is_some_and(|cap| wd.renewals as i128 * every as i128 >= cap as i128);
     if capped {
-        x.w.clients[c as usize].wd = None;
-        ev!(
-            x.log,
-            EventKind::Renew,
-            x.w.client_name(c),
-            None,
-            "renewed; the renewal cap is reached, the watchdog stops"
-        );
+        x.stop_renewal(c, "renewed; the renewal cap is reached, the watchdog stops");
     } else {
         set_wd(x, c, WdState::Sleeping, WaitKind::Renewal);
         ev!(
