@@ -1383,6 +1383,7 @@ pub fn run(args: &AuditArgs) -> Result<i32, Failure> {
     }
     if let Some(dir) = &args.out {
         crate::util::prepare_dir("out", dir)?;
+        refuse_foreign(dir)?;
     }
     let a = audit(&d, args)?;
     let json = serde_json::to_string_pretty(&a).map_err(|e| Failure {
@@ -1419,6 +1420,30 @@ pub fn run(args: &AuditArgs) -> Result<i32, Failure> {
         EXIT_INCOMPLETE => EXIT_INCOMPLETE,
         c => c,
     })
+}
+
+/// `--out DIR` must be new, empty, or an earlier audit's output (it holds
+/// that audit's `audit.json`): an audit never overwrites files it did not
+/// write.
+fn refuse_foreign(dir: &Path) -> Result<(), Failure> {
+    let Ok(mut entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let earlier = std::fs::read_to_string(dir.join("audit.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v["kind"] == "audit-report");
+    if earlier {
+        Ok(())
+    } else {
+        Err(Failure::input(format!(
+            "--out {}: the directory holds files an audit did not write; name a new or empty directory (or one an earlier audit wrote)",
+            dir.display()
+        )))
+    }
 }
 
 fn write_out(dir: &Path, a: &AuditReport, json: &str) -> Result<(), Failure> {

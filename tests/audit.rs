@@ -490,3 +490,54 @@ fn a_bad_description_is_refused_with_its_file_line_and_key() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("locklab init"));
 }
+
+#[test]
+fn bad_audit_and_expect_arguments_are_refused_before_any_work() {
+    let d = scratch("audit-bad-args");
+    let file = example("watchdog-long-renewal");
+    // --out: a file, or a directory holding someone else's files.
+    let plain = d.join("plain");
+    std::fs::write(&plain, "mine").unwrap();
+    common::rejects(
+        &["audit", &file, "--out", plain.to_str().unwrap()],
+        "not a directory",
+    );
+    let theirs = d.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join("report.md"), "my notes").unwrap();
+    common::rejects(
+        &["audit", &file, "--out", theirs.to_str().unwrap()],
+        "holds files an audit did not write",
+    );
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("report.md")).unwrap(),
+        "my notes"
+    );
+    // An earlier audit's directory is written again.
+    let ours = d.join("ours");
+    let args = [
+        "audit",
+        &file,
+        "--no-fixes",
+        "--runs",
+        "20",
+        "--out",
+        ours.to_str().unwrap(),
+    ];
+    assert_eq!(locklab(&args).status.code(), Some(1));
+    assert_eq!(locklab(&args).status.code(), Some(1));
+    // --runs 0, and baselines that are not reports.
+    common::rejects(
+        &["audit", &file, "--runs", "0"],
+        "--runs must be at least 1",
+    );
+    common::rejects(
+        &["audit", &file, "--expect", plain.to_str().unwrap()],
+        "not an audit report",
+    );
+    common::rejects(
+        &["check", "watchdog", "--expect", plain.to_str().unwrap()],
+        "not a check report",
+    );
+    common::rejects(&["docs", "--clients", "--force"], "cannot be used with");
+}
