@@ -93,6 +93,34 @@ fn parse_set(item: &str) -> Result<(&str, bool), Failure> {
     Ok((knob.trim(), on))
 }
 
+/// `source`'s world and knobs carried over to protocol `proto`: `proto`'s
+/// defaults, with every parameter of the source that `proto` also has (the
+/// world's, and each knob both take), and no fault kind `proto`'s lock
+/// service cannot suffer.
+pub fn carried_over(
+    source: &LockModel,
+    proto: &dyn locklab_models::Protocol,
+) -> Result<Params, String> {
+    let mut map = Params::defaults(proto).to_map();
+    for (k, v) in source.params.to_map() {
+        let shared = match PARAMS.iter().find(|p| p.name == k) {
+            Some(info) => info.only.is_none_or(|only| only.contains(&proto.name())),
+            // Not a user knob (the fault budgets, the cap): the world's.
+            None => true,
+        };
+        if shared {
+            map.insert(k, v);
+        }
+    }
+    let mut p = Params::from_map(&map)?;
+    for k in p.faults.enabled() {
+        if !proto.faults().contains(&k) {
+            p.faults.set(k, 0);
+        }
+    }
+    Ok(p)
+}
+
 /// The target model: the trace's world, the target protocol's own knobs
 /// (the source's where the target has the same knob), then what the user
 /// set.
@@ -112,24 +140,7 @@ fn target_model(source: &LockModel, args: &AgainstArgs) -> Result<LockModel, Fai
             proto.service()
         )));
     }
-    let src = source.params.to_map();
-    let mut map = Params::defaults(proto).to_map();
-    for (k, v) in src {
-        let shared = match PARAMS.iter().find(|p| p.name == k) {
-            Some(info) => info.only.is_none_or(|only| only.contains(&proto.name())),
-            // Not a user knob (the fault budgets, the cap): the world's.
-            None => true,
-        };
-        if shared {
-            map.insert(k, v);
-        }
-    }
-    let mut p = Params::from_map(&map).map_err(Failure::input)?;
-    for k in p.faults.enabled() {
-        if !proto.faults().contains(&k) {
-            p.faults.set(k, 0);
-        }
-    }
+    let mut p = carried_over(source, proto).map_err(Failure::input)?;
     args.model.overlay(proto, &mut p)?;
     for knob in &args.off {
         let knob = knob.trim();

@@ -21,7 +21,7 @@ use clap::Args;
 use locklab_models::protocols::{self, Renewal, Service};
 use locklab_models::search::SearchOptions;
 use locklab_models::transfer::transfer;
-use locklab_models::{Invariant, LockModel, Params, trace};
+use locklab_models::{Invariant, LockModel, trace};
 use locklab_traces::{CheckReport, Trace};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -322,23 +322,9 @@ fn cli_duration(us: locklab_models::time::Micros) -> String {
 /// protocol, and the fix's options on top.
 fn fix_model(source: &LockModel, proto: &str, args: &[String]) -> Result<LockModel, String> {
     let target = protocols::by_name(proto).ok_or_else(|| format!("no protocol {proto}"))?;
-    let mut map = Params::defaults(target).to_map();
-    for (k, v) in source.params.to_map() {
-        let shared = match locklab_models::params::PARAMS.iter().find(|p| p.name == k) {
-            Some(info) => info.only.is_none_or(|only| only.contains(&proto)),
-            None => true,
-        };
-        // A preset names a library; the target protocol may have none.
-        if shared && k != "client" {
-            map.insert(k, v);
-        }
-    }
-    let mut p = Params::from_map(&map)?;
-    for k in p.faults.enabled() {
-        if !target.faults().contains(&k) {
-            p.faults.set(k, 0);
-        }
-    }
+    let mut p = crate::against::carried_over(source, target)?;
+    // A preset names a library; the target protocol may have none.
+    p.client = None;
     let mut words = vec![
         "locklab".to_string(),
         "trace".into(),
