@@ -860,6 +860,34 @@ const CLAIMS: &[Claim] = &[
     },
 ];
 
+/// The fault kinds of the article's own scenarios for `protocol`'s
+/// `invariant` (claims it makes, breaks or safe, about the protocol at its
+/// defaults), with the sections they come from: what a room-friendly
+/// `check PROTOCOL --invariants NAME` explores when no fault is named.
+/// `None` when the article tells no such story.
+pub fn scenario_faults(
+    protocol: &str,
+    invariant: Invariant,
+) -> Option<(Vec<FaultKind>, Vec<&'static str>)> {
+    let mut kinds: Vec<FaultKind> = Vec::new();
+    let mut sections: Vec<&'static str> = Vec::new();
+    for c in CLAIMS.iter().filter(|c| {
+        c.protocol == protocol
+            && c.invariant == invariant
+            && c.flags.is_empty()
+            && c.says != Says::Silent
+            && !c.faults.is_empty()
+    }) {
+        kinds.extend_from_slice(c.faults);
+        if !sections.contains(&c.section) {
+            sections.push(c.section);
+        }
+    }
+    kinds.sort();
+    kinds.dedup();
+    (!kinds.is_empty()).then_some((kinds, sections))
+}
+
 fn model(c: &Claim) -> Result<LockModel, Failure> {
     let proto = protocols::by_name(c.protocol).ok_or_else(|| {
         Failure::input(format!(

@@ -37,6 +37,13 @@ pub struct DocsArgs {
     /// instead of writing the gallery (`locklab docs --clients > docs/clients-table.md`)
     #[arg(long, conflicts_with = "force")]
     pub clients: bool,
+    /// Print the workshop's solutions page on standard output instead of
+    /// writing the gallery, every verdict computed now; exit 1 when a
+    /// command's verdict is not the one its exercise file expects
+    /// (`locklab docs --workshop > docs/workshop/solutions.md`, run from
+    /// the checkout root)
+    #[arg(long, conflicts_with_all = ["force", "clients"])]
+    pub workshop: bool,
 }
 
 /// The command that regenerates the gallery, as pages quote it.
@@ -394,6 +401,9 @@ pub fn run(args: &DocsArgs) -> Result<i32, Failure> {
         let page = crate::clients_table::render(args.threads)?;
         out!("{page}")?;
         return Ok(0);
+    }
+    if args.workshop {
+        return crate::workshop::print_solutions(Path::new("docs/workshop"));
     }
     prepare_dir("out", &args.out)?;
     let owned = owned_files(&args.out, args.force)?;

@@ -90,7 +90,8 @@ pub struct ModelArgs {
     #[arg(long, value_name = "N", help_heading = "World")]
     pub acquisitions: Option<u8>,
     /// Fault kinds to explore, comma-separated, or `none` or `all`
-    /// [default: every kind the protocol's lock service can suffer]
+    /// [default: every kind the protocol's lock service can suffer; a `check`
+    /// that names one invariant takes the article's scenario for it, if it tells one]
     #[arg(long, value_name = "KINDS", help_heading = "Faults")]
     pub faults: Option<String>,
     /// At most N faults in one execution, whatever their kinds, or `all` for

@@ -1793,3 +1793,67 @@ fn trace_against_runs_one_preset_s_counterexample_under_another() {
     ]);
     assert_eq!(rs.status.code(), Some(1), "{}", stdout(&rs));
 }
+
+/// Room-friendly defaults (the workshop issue): a check naming one
+/// invariant and no faults explores the article's scenario for it, says so,
+/// and the search finds the article's story; naming faults, or an
+/// invariant the article tells no story about, keeps every kind.
+#[test]
+fn one_invariant_and_no_faults_takes_the_articles_scenario() {
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_str(&stdout(o)).expect("a JSON check report")
+    };
+    let o = locklab(&[
+        "check",
+        "lua-release",
+        "--invariants",
+        "mutual_exclusion",
+        "--json",
+        "-",
+        "--no-fault-analysis",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "faults: pause,slow (the article's scenario for lua-release's mutual_exclusion, §3.1, §3.3)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let r = json(&o);
+    let used: Vec<String> = r["traces"][0]["faults_used"]
+        .as_array()
+        .expect("the counterexample's faults")
+        .iter()
+        .map(|k| k.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        !used.is_empty() && used.iter().all(|k| k == "pause" || k == "slow"),
+        "the counterexample uses the article's faults only: {used:?}"
+    );
+    // Faults named: no scenario, no note.
+    let o = locklab(&[
+        "check",
+        "lua-release",
+        "--invariants",
+        "mutual_exclusion",
+        "--faults",
+        "all",
+        "--json",
+        "-",
+        "--no-fault-analysis",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("scenario"), "{}", stderr(&o));
+    // No story in the article for this pair: every kind, no note.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--invariants",
+        "mutual_exclusion",
+        "--json",
+        "-",
+        "--no-fault-analysis",
+    ]);
+    assert!(!stderr(&o).contains("scenario"), "{}", stderr(&o));
+}

@@ -467,7 +467,7 @@ fn workshop_4_waits_for_enter_then_runs_every_command() {
 fn committed_solutions_are_what_the_checks_give_now() {
     let committed = "docs/workshop/solutions.md";
     let out = Command::new(env!("CARGO_BIN_EXE_locklab"))
-        .args(["workshop", "--solutions"])
+        .args(["docs", "--workshop"])
         .env("NO_COLOR", "1")
         .output()
         .expect("runs locklab");
@@ -486,7 +486,7 @@ fn committed_solutions_are_what_the_checks_give_now() {
             .position(|(a, b)| a != b)
             .unwrap_or_else(|| have.lines().count().min(fresh.lines().count()));
         panic!(
-            "{committed} is stale: regenerate it with `cargo run --release -- workshop --solutions > {committed}` and commit the result\n  first difference at line {}:\n  committed: {:?}\n  now:       {:?}",
+            "{committed} is stale: regenerate it with `cargo run --release -- docs --workshop > {committed}` and commit the result\n  first difference at line {}:\n  committed: {:?}\n  now:       {:?}",
             first + 1,
             have.lines().nth(first).unwrap_or(""),
             fresh.lines().nth(first).unwrap_or("")
