@@ -195,6 +195,7 @@ const KEYS: &[Key] = &[
     ),
     key("lock", "token", Text, Some("token"), None),
     key("lock", "handoff", Text, Some("handoff"), None),
+    key("lock", "reenter", Text, Some("reenter"), None),
     key("lock", "crash", Text, Some("crash"), None),
     key("timing", "work", Text, Some("work"), Some("work")),
     key("timing", "work-p50", Text, None, Some("work-p50")),

@@ -5,8 +5,8 @@
 use crate::util::{Failure, unknown};
 use clap::{Args, ValueEnum};
 use locklab_models::params::{
-    CrashKind, Handoff, Network, PARAMS, ResourceCheck, ResourceOp, TokenRule, TokenSource,
-    TokenStore,
+    CrashKind, Handoff, Network, PARAMS, Reenter, ResourceCheck, ResourceOp, TokenRule,
+    TokenSource, TokenStore,
 };
 use locklab_models::presets::{
     ClientPreset, Decide, LockShape, LockValue, Release, RenewalOnError, Requests, UnlockOnFailure,
@@ -284,6 +284,13 @@ pub struct ModelArgs {
     /// credential, writes, then releases) [default: none]
     #[arg(long, value_name = "HOW", value_parser = names(Handoff::ALL.iter().map(|p| p.name())), help_heading = "Resource")]
     pub handoff: Option<String>,
+    /// Redisson's hash lock (watchdog, replicated): the holder calls lock()
+    /// again from the same thread inside its critical section, then
+    /// unlock() twice (balanced) or once (unbalanced: the inner unlock is
+    /// skipped, and Redisson's watchdog, which counts lock() calls, keeps
+    /// renewing) [default: none]
+    #[arg(long, value_name = "HOW", value_parser = names(Reenter::ALL.iter().map(|p| p.name())), help_heading = "Client")]
+    pub reenter: Option<String>,
     /// What the crash fault kills: the whole process (process), or the
     /// business thread alone without its `finally`, while its watchdog or
     /// session heartbeat lives on in the same process (thread)
@@ -528,6 +535,7 @@ impl ModelArgs {
         add(self.renewal_on_error.is_some(), "renewal-on-error");
         add(self.crash.is_some(), "crash");
         add(self.handoff.is_some(), "handoff");
+        add(self.reenter.is_some(), "reenter");
         add(self.token.is_some(), "token");
         add(self.unlock_on_failure.is_some(), "unlock-on-failure");
         add(self.release.is_some(), "release");
@@ -763,6 +771,7 @@ impl ModelArgs {
         }
         pick(&self.crash, CrashKind::from_name, &mut p.crash);
         pick(&self.handoff, Handoff::from_name, &mut p.handoff);
+        pick(&self.reenter, Reenter::from_name, &mut p.reenter);
         pick(&self.token, TokenSource::from_name, &mut p.token);
         pick(
             &self.unlock_on_failure,

@@ -1614,6 +1614,27 @@ fn redlock_client_presets_are_listed_applied_and_checked() {
         ],
         "choose another --resource-check",
     );
+    // A re-entry needs Redisson's reentrant hash lock, on a protocol whose
+    // client can take it twice.
+    rejects(
+        &["check", "watchdog", "--reenter", "balanced"],
+        "--reenter balanced needs Redisson's reentrant hash lock",
+    );
+    rejects(
+        &["check", "redlock", "--reenter", "balanced"],
+        "--reenter does not apply to redlock",
+    );
+    rejects(
+        &[
+            "check",
+            "watchdog",
+            "--client",
+            "redisson",
+            "--reenter",
+            "twice",
+        ],
+        "none, balanced, unbalanced",
+    );
     // The other new knobs: bad values name the allowed ones; a knob for
     // another protocol names the protocols it belongs to.
     rejects(

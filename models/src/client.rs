@@ -17,7 +17,7 @@
 
 use crate::ev;
 use crate::model::LockModel;
-use crate::params::Handoff;
+use crate::params::{Handoff, Reenter};
 use crate::time::{Micros, TimeCtx};
 use crate::world::{
     Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Val, Wait, WaitKind, WdState, World,
@@ -185,6 +185,19 @@ impl Ctx<'_, '_> {
         }
     }
 
+    /// Client `c`'s request timed out (`what` says so and what follows):
+    /// it closes the connection, whatever is still in flight on it.
+    pub fn timed_out(&mut self, c: u8, what: &str) {
+        ev!(
+            self.log,
+            EventKind::Timeout,
+            self.w.client_name(c),
+            None,
+            "{what}"
+        );
+        self.abandon(c, Chan::Main);
+    }
+
     /// The acquisition failed; try again after the retry backoff.
     pub fn retry(&mut self, c: u8, why: &str) {
         ev!(
@@ -235,6 +248,7 @@ impl Ctx<'_, '_> {
                 state: WdState::Sleeping,
                 wait,
                 renewals: 0,
+                holds: 1,
             });
         }
         if !crate::resource::read(self, c) {
@@ -300,6 +314,7 @@ impl Ctx<'_, '_> {
             cl.wrote = false;
             cl.t1 = None;
             cl.t1_shift = 0;
+            cl.reentered = false;
         }
         if self.w.clients[c as usize].round >= rounds {
             let cl = &mut self.w.clients[c as usize];
@@ -341,14 +356,7 @@ pub fn step(x: &mut Ctx, c: u8) {
         Phase::Idle => proto.start_acquire(x, c),
         Phase::Acquire(_) | Phase::Release(_) if proto.gathers_replies() => proto.gather(x, c),
         Phase::Acquire(_) | Phase::Release(_) => {
-            ev!(
-                x.log,
-                EventKind::Timeout,
-                x.w.client_name(c),
-                None,
-                "request timed out"
-            );
-            x.abandon(c, Chan::Main);
+            x.timed_out(c, "request timed out");
             proto.on_timeout(x, c);
         }
         Phase::Work if x.m.params.handoff == Handoff::Async => {
@@ -362,33 +370,27 @@ pub fn step(x: &mut Ctx, c: u8) {
             x.leave(c);
         }
         Phase::Task => crate::resource::write(x, c),
-        Phase::Work => {
-            if x.m.params.handoff == Handoff::Transfer {
-                ev!(
-                    x.log,
-                    EventKind::Note,
-                    x.w.client_name(c),
-                    None,
-                    "the task it handed the lock and its credential to writes, then releases"
-                );
-            }
-            if proto.checks_validity() {
-                proto.check_before_write(x, c);
-            } else {
-                crate::resource::write(x, c);
-            }
+        Phase::Work if x.m.params.reenter != Reenter::None => {
+            crate::protocols::reentry::reenter(x, c)
         }
+        Phase::Work => work_done(x, c),
         Phase::Write => crate::resource::write(x, c),
+        Phase::Reenter => crate::protocols::reentry::reenter_due(x, c),
+        Phase::InnerRelease => crate::protocols::reentry::inner_release_timed_out(x, c),
+        Phase::Leave if crate::protocols::reentry::inner_unlock_due(x, c) => {
+            crate::protocols::reentry::inner_release(x, c)
+        }
         Phase::Leave => {
-            if !x.m.params.no_cancel && x.w.clients[c as usize].wd.take().is_some() {
-                x.abandon(c, Chan::Watchdog);
+            if crate::protocols::watchdog::task_thread_releases(x) {
                 ev!(
                     x.log,
                     EventKind::Renew,
                     x.w.client_name(c),
                     None,
-                    "cancels its watchdog"
+                    "its watchdog counts the locking thread, not the task's: it keeps renewing"
                 );
+            } else if !x.m.params.no_cancel && x.w.clients[c as usize].wd.is_some() {
+                cancel_watchdog(x, c);
             }
             ev!(
                 x.log,
@@ -401,6 +403,57 @@ pub fn step(x: &mut Ctx, c: u8) {
         }
         Phase::Done => {}
     }
+}
+
+/// The critical section's work is done: the write comes next (after the
+/// validity check, for a protocol that makes one).
+pub fn work_done(x: &mut Ctx, c: u8) {
+    if x.m.params.handoff == Handoff::Transfer {
+        ev!(
+            x.log,
+            EventKind::Note,
+            x.w.client_name(c),
+            None,
+            "the task it handed the lock and its credential to writes, then releases"
+        );
+    }
+    if x.m.proto.checks_validity() {
+        x.m.proto.check_before_write(x, c);
+    } else {
+        crate::resource::write(x, c);
+    }
+}
+
+/// One `unlock()` tells the watchdog: Redisson counts the thread's
+/// `lock()` calls less its `unlock()` calls and cancels the renewal when
+/// none is left (`RenewalTask.cancelExpirationRenewal`).
+pub fn cancel_watchdog(x: &mut Ctx, c: u8) {
+    let Some(mut wd) = x.w.clients[c as usize].wd else {
+        return;
+    };
+    if wd.holds > 1 {
+        wd.holds -= 1;
+        x.w.clients[c as usize].wd = Some(wd);
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "its watchdog still counts {} lock() call{} without an unlock(): it keeps renewing",
+            wd.holds,
+            if wd.holds == 1 { "" } else { "s" }
+        );
+        return;
+    }
+    x.w.clients[c as usize].wd = None;
+    x.abandon(c, Chan::Watchdog);
+    ev!(
+        x.log,
+        EventKind::Renew,
+        x.w.client_name(c),
+        None,
+        "cancels its watchdog"
+    );
 }
 
 /// Takes every reply that has arrived for gathering client `c` out of the

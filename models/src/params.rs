@@ -413,6 +413,39 @@ impl Handoff {
     }
 }
 
+/// Whether the critical section takes Redisson's reentrant lock a second
+/// time from the same thread (`--reenter`): `lock()` inside `lock()`, as
+/// a method that locks calling another that locks the same `RLock`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reenter {
+    /// One `lock()`, one `unlock()`.
+    #[default]
+    None,
+    /// After its work the holder calls `lock()` again, writes, calls
+    /// `unlock()` (the inner one), then `unlock()` (the outer one).
+    Balanced,
+    /// As `balanced`, but the inner `unlock()` is missing (an early return
+    /// that skips a `finally`): two `lock()` calls, one `unlock()`.
+    Unbalanced,
+}
+
+impl Reenter {
+    pub const ALL: [Reenter; 3] = [Reenter::None, Reenter::Balanced, Reenter::Unbalanced];
+    pub fn name(self) -> &'static str {
+        match self {
+            Reenter::None => "none",
+            Reenter::Balanced => "balanced",
+            Reenter::Unbalanced => "unbalanced",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Reenter> {
+        Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
 /// Where a ZooKeeper lock's fencing token comes from (`--token`).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
@@ -566,6 +599,10 @@ pub struct Params {
     /// (`--handoff`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub handoff: Handoff,
+    /// Watchdog family with the hash lock: a second `lock()` inside the
+    /// critical section (`--reenter`).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub reenter: Reenter,
     /// ZooKeeper: the fencing token's source (`--token`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub token: TokenSource,
@@ -671,6 +708,7 @@ impl Params {
             renewal_on_error: RenewalOnError::Retry,
             crash: CrashKind::Process,
             handoff: Handoff::None,
+            reenter: Reenter::None,
             token: TokenSource::Revision,
             clock_drift_ppm: 0,
             delayed_restart: false,
@@ -766,6 +804,7 @@ impl Params {
             "renewal-on-error" => json(RenewalOnError::default()),
             "crash" => json(CrashKind::default()),
             "handoff" => json(Handoff::default()),
+            "reenter" => json(Reenter::default()),
             "token" => json(TokenSource::default()),
             "resource-op" => json(ResourceOp::default()),
             "token-store" => json(TokenStore::default()),
@@ -823,6 +862,9 @@ pub(crate) const LUA_RELEASE: &[&str] = &["lua-release"];
 /// (`fencing-redis` keeps its `SET NX` + `INCR` script).
 pub(crate) const HASH_SHAPED: &[&str] = &["redlock", "watchdog", "replicated"];
 pub(crate) const REDLOCK: &[&str] = &["redlock"];
+/// The protocols whose client can take Redisson's `RLock` twice from one
+/// thread (`--reenter`).
+pub(crate) const REENTRANT: &[&str] = &["watchdog", "replicated"];
 const RESTARTABLE: &[&str] = &[
     "setnx-expire",
     "naive-del",
@@ -976,6 +1018,11 @@ pub const PARAMS: &[ParamInfo] = &[
         name: "handoff",
         help: "the critical section's write: none (the holder writes, then releases), async (handed to a task that writes after the release, outside the lock), transfer (the task writes, then releases)",
         only: None,
+    },
+    ParamInfo {
+        name: "reenter",
+        help: "Redisson's hash lock: the holder calls lock() again inside its critical section, then unlock() twice (balanced) or once (unbalanced: an inner unlock skipped)",
+        only: Some(REENTRANT),
     },
     ParamInfo {
         name: "crash",
@@ -1245,6 +1292,17 @@ impl Params {
                 self.handoff.name(),
                 protocol.name()
             )));
+        }
+        if self.reenter != Reenter::None && self.lock_shape != LockShape::Hash {
+            return Err(ConfigError(format!(
+                "--reenter {} needs Redisson's reentrant hash lock: add --lock-shape hash or --client redisson (a SET NX lock cannot be taken twice: the inner lock() would wait for itself)",
+                self.reenter.name()
+            )));
+        }
+        if self.reenter != Reenter::None && self.handoff != Handoff::None {
+            return Err(ConfigError(
+                "--reenter with --handoff is not modelled: choose one".into(),
+            ));
         }
         if self.handoff == Handoff::Async && self.resource_check == ResourceCheck::TxnReadCommitted
         {

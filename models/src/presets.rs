@@ -168,6 +168,7 @@ impl LockValue {
     /// current one.
     pub fn same(self, a: crate::world::Val, b: crate::world::Val) -> bool {
         a.client == b.client
+            && a.task == b.task
             && match self {
                 LockValue::PerThread => true,
                 LockValue::PerCall => a.round == b.round,

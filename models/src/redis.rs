@@ -256,10 +256,11 @@ pub fn deliver(x: &mut Ctx, s: u8, msg: Msg) {
         EventKind::Execute,
         x.w.server_name(s),
         Some(x.w.client_name(c)),
-        "{} -> {}{}",
+        "{} -> {}{}{}",
         cmd.text(),
         reply.text(),
-        stale(x.w, &msg)
+        stale(x.w, &msg),
+        crate::protocols::reentry::recreated(x.w, s, &msg)
     );
     let client_gone = !x.w.clients[c as usize].alive && msg.chan == Chan::Main;
     if msg.orphan || client_gone {

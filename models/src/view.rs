@@ -49,6 +49,13 @@ fn phase_text(m: &LockModel, s: &CState, i: usize) -> String {
         Phase::Release(k) => format!("releasing (step {})", k + 1),
         Phase::Task => format!("released; its async task is working ({waited}), the write to come"),
         Phase::Done => "done".into(),
+        Phase::Reenter if c.wait.is_some_and(|w| w.kind == WaitKind::Backoff) => {
+            format!(
+                "in critical section, re-entry blocked: someone else holds the lock (for {waited})"
+            )
+        }
+        Phase::Reenter => format!("in critical section, re-entering (for {waited})"),
+        Phase::InnerRelease => format!("in critical section, inner unlock sent (for {waited})"),
     }
 }
 

@@ -41,6 +41,12 @@ pub struct Val {
     /// The attempt is part of the value on the wire (`--value per-attempt`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub per_attempt: bool,
+    /// Sent from the thread of the task the holder handed its lock to
+    /// (`--handoff transfer` with Redisson's hash lock, whose field names
+    /// the thread: `UUID:threadId`), so it matches no field the holder's
+    /// thread wrote.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub task: bool,
 }
 
 fn is_zero(v: &u8) -> bool {
@@ -63,12 +69,20 @@ impl Val {
             round,
             attempt: 0,
             per_attempt: false,
+            task: false,
         }
     }
 
     /// The value as the wire carries it: `c1#1`, and `c1#1.2` for an
     /// attempt's own value (`--value per-attempt`).
     pub fn text(self) -> String {
+        if self.task {
+            let holder = Val {
+                task: false,
+                ..self
+            };
+            return format!("{}/task-thread", holder.text());
+        }
         if !self.per_attempt || self.attempt == 0 {
             format!("c{}#{}", self.client + 1, self.round + 1)
         } else {
@@ -489,6 +503,13 @@ pub enum Phase {
     Task,
     /// All acquisitions done.
     Done,
+    /// In the critical section, taking the lock again from the same thread
+    /// (`--reenter`): waiting for the re-entry's reply, or, when someone
+    /// else holds the key, for its next try (`lock()` blocks).
+    Reenter,
+    /// Still in the outer critical section, waiting for the inner
+    /// `unlock()`'s reply (`--reenter balanced`).
+    InnerRelease,
 }
 
 /// What a thread's next step waits for. Its window (when the step may and
@@ -544,6 +565,12 @@ pub struct Watchdog {
     pub wait: Wait,
     /// Renewals sent so far (only counted when a renewal cap is set).
     pub renewals: u32,
+    /// The thread's `lock()` calls less its `unlock()` calls, as
+    /// Redisson's renewal entry counts them (`LockEntry.addThreadId`,
+    /// `removeThreadId`): the renewal is cancelled only when this reaches
+    /// zero. 1 unless the holder re-entered (`--reenter`).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub holds: u8,
 }
 
 /// A Redlock client's view of one instance during an acquisition.
@@ -590,6 +617,10 @@ pub struct Client {
     /// Every attempt sends a value of its own (`--value per-attempt`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub per_attempt: bool,
+    /// The business thread has taken the lock a second time and not yet
+    /// called the inner `unlock()` (`--reenter`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reentered: bool,
 }
 
 impl Client {
@@ -614,6 +645,7 @@ impl Client {
             t1_shift: 0,
             attempt: 0,
             per_attempt: false,
+            reentered: false,
         }
     }
 
@@ -624,12 +656,17 @@ impl Client {
             round: self.round,
             attempt: self.attempt,
             per_attempt: self.per_attempt,
+            task: false,
         }
     }
 
     /// The client believes it holds the lock and is in its critical section.
     pub fn holds(&self) -> bool {
-        self.alive && matches!(self.phase, Phase::Work | Phase::Write)
+        self.alive
+            && matches!(
+                self.phase,
+                Phase::Work | Phase::Write | Phase::Reenter | Phase::InnerRelease
+            )
     }
 
     /// Its business thread can take a step (not paused, not dead, not done).

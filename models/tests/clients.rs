@@ -555,3 +555,114 @@ fn python_redis_lock_s_renewal_thread_dies_silently_and_renews_too_late_to_retry
         MutualExclusion,
     );
 }
+
+/// The last world of the shortest path to an orphaned lock in `m`.
+fn orphaned(m: &LockModel) -> locklab_models::World {
+    let r = check(m, &[NoOrphanLock]);
+    let path = r
+        .violations
+        .get(&NoOrphanLock)
+        .expect("an orphan with no fault at all");
+    worlds(m, path).pop().unwrap()
+}
+
+/// Redisson's watchdog lock, one acquisition per client, with `--reenter`.
+fn reentrant(
+    reenter: locklab_models::params::Reenter,
+    preset: ClientPreset,
+    faults: &[locklab_models::FaultKind],
+    clients: u8,
+) -> LockModel {
+    model_with("watchdog", faults, |p| {
+        preset.apply(p, "watchdog");
+        p.reenter = reenter;
+        p.clients = clients;
+    })
+}
+
+#[test]
+fn an_unbalanced_reentry_leaves_the_watchdog_renewing_an_orphan() {
+    use locklab_models::params::Reenter;
+    // Two lock() calls, one unlock(): the key keeps one hold, and the
+    // renewal entry, which counts lock() calls, keeps renewing it.
+    let m = reentrant(Reenter::Unbalanced, ClientPreset::Redisson, &[], 2);
+    let last = orphaned(&m);
+    let e = last.redis[0].lock.expect("the key is still there");
+    assert_eq!(e.holds, 1);
+    let owner = &last.clients[e.val.client as usize];
+    assert_eq!(owner.phase, Phase::Done);
+    assert!(owner.wd.is_some_and(|wd| wd.holds == 1));
+    // Balanced, the same program leaves nothing behind.
+    holds(
+        &reentrant(Reenter::Balanced, ClientPreset::Redisson, &[], 2),
+        NoOrphanLock,
+    );
+}
+
+#[test]
+fn a_reentry_after_a_silent_expiry_recreates_the_lock_and_the_inner_unlock_deletes_it() {
+    use locklab_models::params::Reenter;
+    use std::collections::{HashSet, VecDeque};
+    // Redisson 3.43: a renewal lost while the holder works slowly stops
+    // the watchdog for good; the key expires. The re-entry's script finds
+    // no key and creates it (one hold, though the thread counts two), and
+    // the inner unlock() deletes it while the thread is still inside its
+    // outer critical section. Found by a search of the zone graph for a
+    // path through both states (one client, so nobody else takes the key).
+    let m = reentrant(
+        Reenter::Balanced,
+        ClientPreset::Redisson343,
+        &[Loss, Slow],
+        1,
+    );
+    let recreated = |w: &locklab_models::World| {
+        w.clients[0].reentered && w.redis[0].lock.is_some_and(|e| e.holds == 1)
+    };
+    let deleted_under_it = |w: &locklab_models::World| {
+        w.clients[0].phase == Phase::InnerRelease
+            && w.clients[0].holds()
+            && w.redis[0].lock.is_none()
+    };
+    let mut seen: HashSet<(locklab_models::World, bool)> = HashSet::new();
+    let mut queue = VecDeque::from([(m.zinit(), false)]);
+    let mut succ = Vec::new();
+    let mut found = false;
+    while let Some((s, through)) = queue.pop_front() {
+        let through = through || recreated(&s.world);
+        if through && deleted_under_it(&s.world) {
+            found = true;
+            break;
+        }
+        if !seen.insert((s.world.clone(), through)) {
+            continue;
+        }
+        m.successors(&s, &mut succ);
+        for x in succ.drain(..) {
+            queue.push_back((x.next, through));
+        }
+    }
+    assert!(found, "no path re-creates the key and then deletes it");
+    // With the watchdog that retries (3.44+) the key never expires under
+    // the same faults, and the re-entry only counts a hold up.
+    let retrying = reentrant(Reenter::Balanced, ClientPreset::Redisson, &[Loss, Slow], 2);
+    holds(&retrying, MutualExclusion);
+}
+
+#[test]
+fn a_task_handed_redisson_s_lock_cannot_release_it_and_the_watchdog_renews_an_orphan() {
+    use locklab_models::params::Handoff;
+    // Redisson's field is `UUID:threadId`: the task's unlock() comes from
+    // another thread, matches nothing, and leaves the renewal entry of the
+    // locking thread renewing the key.
+    let m = model_with("watchdog", &[], |p| {
+        ClientPreset::Redisson.apply(p, "watchdog");
+        p.handoff = Handoff::Transfer;
+    });
+    let last = orphaned(&m);
+    let e = last.redis[0].lock.expect("the key is still there");
+    assert!(!e.val.task, "the key holds the locking thread's field");
+    assert_eq!(last.clients[e.val.client as usize].phase, Phase::Done);
+    // The same hand-off with a string value the task is given releases.
+    let string = model_with("watchdog", &[], |p| p.handoff = Handoff::Transfer);
+    holds(&string, NoOrphanLock);
+}

@@ -160,6 +160,9 @@ pub enum EventKind {
     Fault,
     /// Anything else worth a line.
     Note,
+    /// A holder takes its reentrant lock once more from the same thread,
+    /// or gives such a hold back (`--reenter`).
+    Reenter,
 }
 
 /// A readable snapshot of the whole world.

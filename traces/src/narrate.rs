@@ -432,7 +432,7 @@ impl Teller<'_> {
                     e.text,
                     e.peer.as_deref().unwrap_or("?")
                 )),
-                EventKind::Fault => out.push(format!("{}: {}", e.at, e.text)),
+                EventKind::Fault | EventKind::Reenter => out.push(format!("{}: {}", e.at, e.text)),
                 // What a client or writer does at the resource besides a
                 // write: a transaction's separate check, a sale not made,
                 // an unfenced writer's read.

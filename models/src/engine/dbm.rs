@@ -534,13 +534,78 @@ impl Dbm {
                 }
             }
         }
+        Some(self.hull(other))
+    }
+
+    /// The convex hull of two non-empty canonical zones: the entrywise
+    /// maximum, itself canonical (B&Y 2004). It contains both, and maybe
+    /// more than their union.
+    pub fn hull(&self, other: &Dbm) -> Dbm {
+        assert_eq!(self.n, other.n, "dimension mismatch");
         let mut h = self.clone();
         for (a, &o) in h.m.iter_mut().zip(&other.m) {
             if o > *a {
                 *a = o;
             }
         }
-        Some(h)
+        h
+    }
+
+    /// Whether `self ⊆ z_1 ∪ … ∪ z_k`, exactly, by DBM subtraction (as
+    /// UPPAAL's federations do): `self ∖ z` is the disjoint union, over the
+    /// constraints `x_i − x_j ≺ b` of `z` tighter than the piece, of the
+    /// piece with that constraint negated and the earlier ones kept; what
+    /// is left after every `z_i` is empty iff `self` is covered. Pieces a
+    /// zone includes whole are dropped without splitting. `None` when more
+    /// than `max_pieces` pieces are left at once: the answer is not known,
+    /// and a caller that merges must then not merge.
+    pub fn covered_by_union(&self, zones: &[&Dbm], max_pieces: usize) -> Option<bool> {
+        let mut left: Vec<Dbm> = vec![self.clone()];
+        for z in zones {
+            let mut next = Vec::with_capacity(left.len());
+            for p in left {
+                if z.includes(&p) {
+                    continue;
+                }
+                if !p.intersects(z) {
+                    next.push(p);
+                    continue;
+                }
+                p.subtract_into(z, &mut next);
+                if next.len() > max_pieces {
+                    return None;
+                }
+            }
+            left = next;
+            if left.is_empty() {
+                return Some(true);
+            }
+        }
+        Some(left.is_empty())
+    }
+
+    /// Pushes the disjoint pieces of `self ∖ z` onto `out` (`self`
+    /// canonical and non-empty).
+    fn subtract_into(&self, z: &Dbm, out: &mut Vec<Dbm>) {
+        let n = self.n;
+        let mut rest = self.clone();
+        for i in 0..n {
+            for j in 0..n {
+                let b = z.at(i, j);
+                if i == j || b >= rest.at(i, j) {
+                    continue;
+                }
+                let Some(c) = b.constant() else { continue };
+                // ¬(x_i − x_j ≺ c) is x_j − x_i ≺' −c, the strictness flipped.
+                let mut piece = rest.clone();
+                if piece.constrain(j, i, Bound::new(-c, !b.is_strict())) {
+                    out.push(piece);
+                }
+                if !rest.constrain(i, j, b) {
+                    return;
+                }
+            }
+        }
     }
 
     /// Re-layout: new clock `k` is old clock `map[k]`, or a fresh free clock
@@ -942,6 +1007,14 @@ mod tests {
             };
             let got = a.convex_union(&b);
             assert_eq!(got, convex_union_reference(&a, &b), "{a:?} ∪ {b:?}");
+            if !a.is_empty() && !b.is_empty() {
+                // The union is convex iff the hull is covered by the two.
+                assert_eq!(
+                    a.hull(&b).covered_by_union(&[&a, &b], usize::MAX),
+                    Some(got.is_some()),
+                    "{a:?} ∪ {b:?}"
+                );
+            }
             assert_eq!(
                 got.is_some(),
                 b.convex_union(&a).is_some(),
@@ -953,5 +1026,46 @@ mod tests {
             some > 500 && none > 500,
             "both outcomes exercised: {some} / {none}"
         );
+    }
+
+    /// The six orders of three clocks in a box cover the box; any five
+    /// leave the sixth's interior uncovered; and a cap on the pieces gives
+    /// up rather than answer.
+    #[test]
+    fn the_orders_of_three_clocks_cover_their_box() {
+        let mut boxed = Dbm::universe(4);
+        for x in 1..4 {
+            boxed.clock_le(x, 5);
+        }
+        let orders = [
+            [1, 2, 3],
+            [1, 3, 2],
+            [2, 1, 3],
+            [2, 3, 1],
+            [3, 1, 2],
+            [3, 2, 1],
+        ];
+        let cells: Vec<Dbm> = orders
+            .iter()
+            .map(|o| {
+                let mut z = boxed.clone();
+                z.constrain(o[0], o[1], Bound::LE_ZERO);
+                z.constrain(o[1], o[2], Bound::LE_ZERO);
+                z
+            })
+            .collect();
+        let all: Vec<&Dbm> = cells.iter().collect();
+        let hull = cells[1..].iter().fold(cells[0].clone(), |h, z| h.hull(z));
+        assert_eq!(hull, boxed);
+        assert_eq!(hull.covered_by_union(&all, usize::MAX), Some(true));
+        for skip in 0..6 {
+            let some: Vec<&Dbm> = (0..6).filter(|k| *k != skip).map(|k| &cells[k]).collect();
+            assert_eq!(
+                hull.covered_by_union(&some, usize::MAX),
+                Some(false),
+                "without {skip}"
+            );
+        }
+        assert_eq!(hull.covered_by_union(&all[1..], 0), None);
     }
 }

@@ -47,6 +47,7 @@ fn start_heartbeat(x: &mut Ctx, c: u8) {
             state: WdState::Sleeping,
             wait,
             renewals: 0,
+            holds: 1,
         });
     }
 }

@@ -20,6 +20,7 @@ mod no_lock;
 mod queue;
 pub mod redis_client;
 mod redlock;
+pub mod reentry;
 mod replicated;
 mod setnx_expire;
 pub mod watchdog;

@@ -112,13 +112,39 @@ pub fn on_reply(x: &mut Ctx, c: u8, reply: Reply) {
     match x.phase(c) {
         Phase::Acquire(0) => rc::on_set_reply(x, c, reply),
         Phase::Release(0) => x.finish_round(c),
+        Phase::Reenter => super::reentry::on_reenter_reply(x, c, reply),
+        Phase::InnerRelease => super::reentry::on_inner_release_reply(x, c, reply),
         _ => ignore(x, c, reply),
     }
 }
 
 pub fn start_release(x: &mut Ctx, c: u8) {
-    let cmd = rc::release_cmd(x, x.val(c));
+    let mut val = x.val(c);
+    if task_thread_releases(x) {
+        val.task = true;
+        ev!(
+            x.log,
+            EventKind::Note,
+            x.w.client_name(c),
+            None,
+            "the task it handed the lock to calls unlock() from its own thread, whose field the key does not hold"
+        );
+    }
+    let cmd = rc::release_cmd(x, val);
     rc::release_with(x, c, cmd, 0);
+}
+
+/// Redisson's field is `UUID:threadId`: with `--handoff transfer` the task
+/// releases from a thread other than the one that locked, so its
+/// `unlock()` matches nothing ("attempt to unlock lock, not locked by
+/// current thread") and takes no count from the renewal entry, which
+/// keeps renewing (`RedissonBaseLock.unlockAsync0`; the way around it is
+/// `unlockAsync(threadId)` with the locking thread's id, or
+/// `forceUnlock`).
+pub fn task_thread_releases(x: &Ctx) -> bool {
+    x.m.params.handoff == crate::params::Handoff::Transfer
+        && x.m.params.lock_shape == crate::presets::LockShape::Hash
+        && x.m.proto.renewal() == Renewal::Watchdog
 }
 
 impl Protocol for Watchdog {
