@@ -536,7 +536,7 @@ pub enum WdState {
     Waiting,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Watchdog {
     /// The lock value it keeps alive.
     pub val: Val,
@@ -544,6 +544,10 @@ pub struct Watchdog {
     pub wait: Wait,
     /// Renewals sent so far (only counted when a renewal cap is set).
     pub renewals: u32,
+    /// The transport's re-sends of the renewal in flight
+    /// (`--transport-retries`): 0 for a renewal sent by the watchdog itself.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u8,
 }
 
 /// A Redlock client's view of one instance during an acquisition.
@@ -559,7 +563,7 @@ pub enum Vote {
 }
 
 /// One client process.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Client {
     /// The business thread is alive (false after a crash).
     pub alive: bool,
@@ -590,6 +594,81 @@ pub struct Client {
     /// Every attempt sends a value of its own (`--value per-attempt`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub per_attempt: bool,
+    /// The transport's re-sends of the request(s) the business thread
+    /// waits for (`--transport-retries`): 0 for a request its program sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u8,
+    /// The command the business thread waits for an answer to, kept while it
+    /// waits so that the transport can send it again (only with
+    /// `--transport-retries` above 0, and not for a client that gathers
+    /// several replies: its round's command follows from its phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Cmd>,
+}
+
+// `Watchdog` and `Client` hash as the derived `Hash` would, field by field,
+// except that the transport's re-send state (`--transport-retries`) adds
+// nothing while it is at rest. The search picks a symmetry representative by
+// fingerprint, so a world without re-sends must hash as it did before the
+// knob existed: with `--transport-retries 0` the state counts stay the same.
+impl std::hash::Hash for Watchdog {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Watchdog {
+            val,
+            state,
+            wait,
+            renewals,
+            resent,
+        } = self;
+        val.hash(h);
+        state.hash(h);
+        wait.hash(h);
+        renewals.hash(h);
+        if *resent != 0 {
+            resent.hash(h);
+        }
+    }
+}
+
+impl std::hash::Hash for Client {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Client {
+            alive,
+            paused,
+            phase,
+            wait,
+            round,
+            read,
+            token,
+            wrote,
+            wd,
+            votes,
+            t1,
+            t1_shift,
+            attempt,
+            per_attempt,
+            resent,
+            request,
+        } = self;
+        alive.hash(h);
+        paused.hash(h);
+        phase.hash(h);
+        wait.hash(h);
+        round.hash(h);
+        read.hash(h);
+        token.hash(h);
+        wrote.hash(h);
+        wd.hash(h);
+        votes.hash(h);
+        t1.hash(h);
+        t1_shift.hash(h);
+        attempt.hash(h);
+        per_attempt.hash(h);
+        if *resent != 0 || request.is_some() {
+            resent.hash(h);
+            request.hash(h);
+        }
+    }
 }
 
 impl Client {
@@ -614,6 +693,8 @@ impl Client {
             t1_shift: 0,
             attempt: 0,
             per_attempt: false,
+            resent: 0,
+            request: None,
         }
     }
 
@@ -791,6 +872,11 @@ impl World {
             }
         }
         v.extend(self.clients.iter().filter_map(|c| c.wd.map(|d| d.val)));
+        v.extend(
+            self.clients
+                .iter()
+                .filter_map(|c| c.request.and_then(Cmd::val)),
+        );
         v
     }
 
@@ -820,6 +906,9 @@ impl World {
         for cl in &mut self.clients {
             if let Some(d) = cl.wd.as_mut() {
                 f(&mut d.val);
+            }
+            if let Some(v) = cl.request.as_mut().and_then(Cmd::val_mut) {
+                f(v);
             }
         }
         self.net.sort();

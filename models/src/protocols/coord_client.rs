@@ -47,6 +47,7 @@ fn start_heartbeat(x: &mut Ctx, c: u8) {
             state: WdState::Sleeping,
             wait,
             renewals: 0,
+            resent: 0,
         });
     }
 }
@@ -99,6 +100,9 @@ pub fn set_wd(x: &mut Ctx, c: u8, state: WdState, kind: WaitKind) {
         if let Some(wd) = &mut x.w.clients[c as usize].wd {
             wd.state = state;
             wd.wait = wait;
+            if state == WdState::Sleeping {
+                wd.resent = 0;
+            }
         }
     }
 }
