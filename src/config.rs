@@ -126,6 +126,13 @@ const KEYS: &[Key] = &[
     ),
     key("lock", "quorum", Int, Some("quorum"), Some("quorum")),
     key("lock", "wait-replicas", Int, Some("wait-replicas"), None),
+    key(
+        "lock",
+        "transport-retries",
+        Int,
+        Some("transport-retries"),
+        Some("transport-retries"),
+    ),
     key("lock", "value", Text, Some("value"), None),
     key("lock", "lock-shape", Text, Some("lock-shape"), None),
     key(

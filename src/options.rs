@@ -273,6 +273,14 @@ pub struct ModelArgs {
     /// [default: retry]
     #[arg(long, value_name = "HOW", value_parser = names(RenewalOnError::ALL.iter().map(|p| p.name())), help_heading = "Client")]
     pub renewal_on_error: Option<String>,
+    /// Redis protocols: the transport re-sends a request that timed out, the
+    /// same command on a new connection, up to N times (0 to 10), each with
+    /// a fresh request timeout, before the library sees the failure; the copy
+    /// that timed out stays in flight and may still run. redis-py 8.1
+    /// re-sends 10 times, redis-py 5.x not at all [default: the preset's,
+    /// else 0]
+    #[arg(long, value_name = "N", help_heading = "Client")]
+    pub transport_retries: Option<u8>,
     /// ZooKeeper: the fencing token is the node's creation zxid (czxid) or
     /// its sequence suffix (sequence), which starts over when the empty
     /// container parent is reaped [default: czxid]
@@ -533,6 +541,7 @@ impl ModelArgs {
         add(self.lock_shape.is_some(), "lock-shape");
         add(self.wait_replicas.is_some(), "wait-replicas");
         add(self.renewal_on_error.is_some(), "renewal-on-error");
+        add(self.transport_retries.is_some(), "transport-retries");
         add(self.crash.is_some(), "crash");
         add(self.handoff.is_some(), "handoff");
         add(self.reenter.is_some(), "reenter");
@@ -768,6 +777,9 @@ impl ModelArgs {
         );
         if let Some(n) = self.wait_replicas {
             p.wait_replicas = n;
+        }
+        if let Some(n) = self.transport_retries {
+            p.transport_retries = n;
         }
         pick(&self.crash, CrashKind::from_name, &mut p.crash);
         pick(&self.handoff, Handoff::from_name, &mut p.handoff);

@@ -290,6 +290,11 @@ pub struct SimulateArgs {
     /// `locklab list` shows them, docs/clients.md the sources) [default: none]
     #[arg(long, value_name = "LIBRARY", help_heading = "Protocol knobs")]
     pub client: Option<String>,
+    /// Redis protocols: the transport re-sends a request that timed out, the
+    /// same command on a new connection, up to N times (0 to 10), before the
+    /// library sees the failure (as for `check`) [default: the preset's, else 0]
+    #[arg(long, value_name = "N", help_heading = "Protocol knobs")]
+    pub transport_retries: Option<String>,
     /// How the network orders messages: fifo (one TCP connection) or unordered [default: fifo]
     #[arg(long, value_name = "ORDER", help_heading = "Protocol knobs")]
     pub network: Option<String>,
@@ -340,6 +345,7 @@ impl SimulateArgs {
             ("detect-within", &self.detect_within),
             ("network", &self.network),
             ("client", &self.client),
+            ("transport-retries", &self.transport_retries),
             ("horizon", &self.horizon),
             ("scheduler", &self.scheduler),
         ];

@@ -20,9 +20,12 @@ pub struct WorkshopArgs {
     /// Run the commands at once instead of waiting for Enter after the prediction prompt
     #[arg(long)]
     pub reveal: bool,
+    /// Also run the exercise's "going further" commands, for fast groups
+    #[arg(long, requires = "number")]
+    pub further: bool,
     /// Print the solutions page in Markdown, every verdict computed now (the
     /// same as `locklab docs --workshop > docs/workshop/solutions.md`)
-    #[arg(long, conflicts_with_all = ["number", "reveal"])]
+    #[arg(long, conflicts_with_all = ["number", "reveal", "further"])]
     pub solutions: bool,
     /// The workshop directory, with exercises.md and exercises/ (run from the checkout root: the commands read its traces)
     #[arg(long, value_name = "DIR", default_value = "docs/workshop")]
@@ -46,6 +49,9 @@ struct Line {
     expect: Expect,
     /// The arguments after `locklab`.
     args: Vec<String>,
+    /// After the file's `going further` line: for fast groups, run by
+    /// `locklab workshop N --further` (and by the solutions page).
+    further: bool,
 }
 
 #[derive(Debug)]
@@ -103,11 +109,16 @@ fn parse_line(at: &str, line: &str) -> Result<(Expect, Vec<String>), Failure> {
     Ok((expect, cmd))
 }
 
+/// The line of an exercise file after which its commands are the "going
+/// further" ones.
+const GOING_FURTHER: &str = "going further";
+
 fn parse_file(path: &Path) -> Result<Vec<Line>, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::input(format!("{}: cannot read it: {e}", path.display())))?;
     let mut lines = Vec::new();
     let mut about = Vec::new();
+    let mut further = false;
     // The comments before the first blank line are the file's own heading.
     let mut heading = true;
     for (i, l) in text.lines().enumerate() {
@@ -123,11 +134,23 @@ fn parse_file(path: &Path) -> Result<Vec<Line>, Failure> {
         if l.is_empty() {
             continue;
         }
+        if l == GOING_FURTHER {
+            if further {
+                return Err(Failure::input(format!(
+                    "{}:{}: a second `{GOING_FURTHER}` line",
+                    path.display(),
+                    i + 1
+                )));
+            }
+            further = true;
+            continue;
+        }
         let (expect, args) = parse_line(&format!("{}:{}", path.display(), i + 1), l)?;
         lines.push(Line {
             about: std::mem::take(&mut about),
             expect,
             args,
+            further,
         });
     }
     if lines.is_empty() {
@@ -488,7 +511,7 @@ fn paragraph<'a>(section: &'a [String], from: &str) -> &'a [String] {
     &section[start..end]
 }
 
-fn run_one(e: &Exercise, reveal: bool) -> Result<i32, Failure> {
+fn run_one(e: &Exercise, reveal: bool, further: bool) -> Result<i32, Failure> {
     let color = crate::util::stdout_color();
     let p = Paint::new(color);
     let mut head = String::new();
@@ -508,17 +531,19 @@ fn run_one(e: &Exercise, reveal: bool) -> Result<i32, Failure> {
         let _ = writeln!(head, "{l}");
     }
     out!("{}", head.trim_end().to_string() + "\n\n")?;
+    let lines: Vec<&Line> = e.lines.iter().filter(|l| further || !l.further).collect();
+    let skipped = e.lines.len() - lines.len();
     if !reveal {
         note!(
             "Write down your prediction, then press Enter to run the {} commands (--reveal skips this).",
-            e.lines.len()
+            lines.len()
         );
         let mut answer = String::new();
         // End of input runs them too.
         let _ = std::io::stdin().read_line(&mut answer);
     }
     let mut matched = 0;
-    for line in &e.lines {
+    for line in lines.iter().copied() {
         let mut out = String::new();
         for a in &line.about {
             let _ = writeln!(out, "# {a}");
@@ -557,9 +582,16 @@ fn run_one(e: &Exercise, reveal: bool) -> Result<i32, Failure> {
     }
     outln!(
         "{matched} of {} commands gave what the exercise file expects.",
-        e.lines.len()
+        lines.len()
     )?;
-    Ok(if matched == e.lines.len() {
+    if skipped > 0 {
+        outln!(
+            "Going further: {skipped} more command{} for fast groups (`locklab workshop {} --further` runs them too).",
+            if skipped == 1 { "" } else { "s" },
+            e.number
+        )?;
+    }
+    Ok(if matched == lines.len() {
         EXIT_OK
     } else {
         EXIT_VIOLATION
@@ -676,5 +708,5 @@ pub fn run(args: &WorkshopArgs) -> Result<i32, Failure> {
                 valid.join(", ")
             ))
         })?;
-    run_one(e, args.reveal)
+    run_one(e, args.reveal, args.further)
 }

@@ -1728,6 +1728,8 @@ fn python_redis_lock_renews_every_two_thirds_and_stops_at_the_first_error() {
     // The preset's period is 2/3 of the TTL and follows --ttl; an explicit
     // --renew-every wins over it.
     let run = |extra: &[&str]| {
+        // On redis-py 5.x's transport, which re-sends nothing: the lost
+        // renewal reaches the thread as an error.
         let mut args = vec![
             "check",
             "watchdog",
@@ -1737,6 +1739,8 @@ fn python_redis_lock_renews_every_two_thirds_and_stops_at_the_first_error() {
             "loss,slow",
             "--invariants",
             "mutual_exclusion",
+            "--transport-retries",
+            "0",
         ];
         args.extend_from_slice(extra);
         locklab(&args)
@@ -1877,4 +1881,117 @@ fn one_invariant_and_no_faults_takes_the_articles_scenario() {
         "--no-fault-analysis",
     ]);
     assert!(!stderr(&o).contains("scenario"), "{}", stderr(&o));
+}
+
+#[test]
+fn transport_retries_re_send_a_timed_out_request_on_a_new_connection() {
+    // python-redis-lock's renewal thread stops at its first error. On
+    // redis-py 5.x (no re-sends) a lost renewal is that error, and the key
+    // expires under a slow holder; redis-py 8.1's transport (the preset's
+    // default, 10 re-sends) sends the renewal again on a new connection
+    // within the request timeout, and the same faults break nothing.
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "watchdog",
+            "--client",
+            "python-redis-lock",
+            "--faults",
+            "loss,slow",
+            "--invariants",
+            "mutual_exclusion",
+        ];
+        args.extend_from_slice(extra);
+        locklab(&args)
+    };
+    let o = run(&["--transport-retries", "0"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("VIOLATED in 10 steps"), "{out}");
+    let o = run(&[]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("transport-retries=10"), "{out}");
+    assert!(out.contains("mutual_exclusion  belief  holds"), "{out}");
+    // An explicit value wins over the preset's.
+    let o = run(&["--transport-retries", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("transport-retries=1 "),
+        "{}",
+        stdout(&o)
+    );
+
+    // A re-sent SETNX runs after its first copy and finds the client's
+    // own key: the counterexample shows the re-send, replayed.
+    let o = locklab(&[
+        "check",
+        "setnx-expire",
+        "--faults",
+        "delay",
+        "--invariants",
+        "no_orphan_lock",
+        "--transport-retries",
+        "1",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("VIOLATED in 6 steps"), "{out}");
+    assert!(
+        out.contains("c1: re-sends SETNX lock c1#1 on a new connection (transport retry 1 of 1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("redis runs c1's SETNX lock c1#1 -> 0"),
+        "{out}"
+    );
+
+    // redlock-py's failed attempt unlocks and waits: its timed-out
+    // compare-and-delete is re-sent, and the first copy, still in flight,
+    // deletes the retry's key later (the story tells the two copies apart).
+    let o = locklab(&[
+        "check",
+        "redlock",
+        "--client",
+        "redlock-py",
+        "--instances",
+        "1",
+        "--quorum",
+        "1",
+        "--faults",
+        "delay",
+        "--max-faults",
+        "1",
+        "--invariants",
+        "ownership",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("VIOLATED in 20 steps"), "{out}");
+    assert!(out.contains("(transport retry 1 of 10)"), "{out}");
+    assert!(
+        out.contains("(a stale request: c2 had closed this connection) (sent at step 8"),
+        "{out}"
+    );
+
+    // Out of range, or on a protocol that does not talk to Redis: exit 2.
+    rejects(
+        &["check", "lua-release", "--transport-retries", "11"],
+        "--transport-retries 11 is out of range: allowed 0..=10",
+    );
+    rejects(
+        &["check", "zookeeper", "--transport-retries", "1"],
+        "--transport-retries does not apply to zookeeper",
+    );
+    rejects(
+        &[
+            "simulate",
+            "lua-release",
+            "--transport-retries",
+            "11",
+            "--runs",
+            "1",
+        ],
+        "--transport-retries 11 is out of range",
+    );
 }

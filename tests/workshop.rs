@@ -120,7 +120,9 @@ fn parse_file(path: &Path) -> Vec<Line> {
         .lines()
         .enumerate()
         .map(|(i, l)| (format!("{}:{}", path.display(), i + 1), l.trim()))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        // `going further` marks where the commands for fast groups start:
+        // they run here like the others.
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#') && *l != "going further")
         .map(|(at, l)| parse_line(&at, l).unwrap_or_else(|e| panic!("{e}")))
         .collect();
     assert!(!lines.is_empty(), "{}: no `expect` line", path.display());
@@ -352,7 +354,8 @@ fn workshop(args: &[&str], input: &str) -> std::process::Output {
     child.wait_with_output().expect("runs locklab")
 }
 
-/// What `locklab workshop 4` shows, with or without waiting.
+/// What `locklab workshop 4` shows, with or without waiting: the seven
+/// commands before its `going further` line.
 fn shows_exercise_4(out: &std::process::Output) {
     let text = common::stdout(out);
     let err = common::stderr(out);
@@ -369,16 +372,24 @@ fn shows_exercise_4(out: &std::process::Output) {
         "the sheet's commands are run, not shown:\n{text}"
     );
     // Every verdict is computed and set against the file's.
-    assert_eq!(text.matches("✓ as expected: ").count(), 9, "{text}");
+    assert_eq!(text.matches("✓ as expected: ").count(), 7, "{text}");
     assert!(text.contains("✓ as expected: ownership violated"), "{text}");
     assert!(text.contains("✓ as expected: ownership holds"), "{text}");
-    assert!(text.contains("✓ as expected: exit 3"), "{text}");
+    assert!(text.contains("✓ as expected: exit 0"), "{text}");
+    assert!(
+        !text.contains("article-get-del-race.json"),
+        "the going-further commands wait for --further:\n{text}"
+    );
     // The shortest counterexample as lanes, with its story.
     assert!(text.contains("◀ ownership broken"), "{text}");
     assert!(text.contains("What happened"), "{text}");
     assert!(text.contains("**Look for.**"), "{text}");
     assert!(
-        text.contains("9 of 9 commands gave what the exercise file expects."),
+        text.contains("7 of 7 commands gave what the exercise file expects."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Going further: 2 more commands for fast groups (`locklab workshop 4 --further` runs them too)."),
         "{text}"
     );
     assert!(
@@ -433,6 +444,23 @@ fn workshop_4_reveal_runs_every_command_at_once() {
 }
 
 #[test]
+fn workshop_4_further_runs_the_going_further_commands_too() {
+    let out = workshop(&["4", "--reveal", "--further"], "");
+    let text = common::stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(text.matches("✓ as expected: ").count(), 9, "{text}");
+    assert!(text.contains("✓ as expected: exit 3"), "{text}");
+    assert!(
+        text.contains("9 of 9 commands gave what the exercise file expects."),
+        "{text}"
+    );
+    assert!(!text.contains("Going further:"), "{text}");
+    // --further names an exercise.
+    let out = workshop(&["--further"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+}
+
+#[test]
 fn workshop_4_waits_for_enter_then_runs_every_command() {
     use std::io::Write;
     // No TTY: standard input is a pipe, kept open until Enter is sent.
@@ -455,7 +483,7 @@ fn workshop_4_waits_for_enter_then_runs_every_command() {
     let out = child.wait_with_output().expect("runs");
     shows_exercise_4(&out);
     assert!(
-        common::stderr(&out).contains("press Enter to run the 9 commands"),
+        common::stderr(&out).contains("press Enter to run the 7 commands"),
         "{}",
         common::stderr(&out)
     );

@@ -215,6 +215,7 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
         if let Some(wd) = &mut c.wd {
             wd.val = map_val(wd.val, p);
         }
+        c.request = c.request.map(|r| map_cmd(r, p));
         clients[p[i] as usize] = c;
     }
     let redis = w

@@ -53,10 +53,17 @@ impl Ctx<'_, '_> {
         }
     }
 
-    /// Client `c`'s business thread next waits for `kind`, from now.
+    /// Client `c`'s business thread next waits for `kind`, from now. A
+    /// thread that no longer waits for a reply forgets the request it kept
+    /// for the transport's re-sends.
     pub fn set_wait(&mut self, c: u8, kind: WaitKind) {
         let w = self.wait(kind);
-        self.w.clients[c as usize].wait = Some(w);
+        let cl = &mut self.w.clients[c as usize];
+        cl.wait = Some(w);
+        if kind != WaitKind::Reply {
+            cl.resent = 0;
+            cl.request = None;
+        }
     }
 
     /// Sends `cmd` from client `c` to server `s` on `chan`. A server that is
@@ -69,6 +76,75 @@ impl Ctx<'_, '_> {
     /// Sends `cmd` from client `c` to any node (a Redis server or the
     /// consensus service, which is always up).
     pub fn send_to(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd) -> bool {
+        self.keep_request(c, to, chan, cmd);
+        self.transmit(c, to, chan, cmd)
+    }
+
+    /// A request the business thread sends to Redis and will wait for is
+    /// kept while it waits, for the transport to send again on a timeout
+    /// (`--transport-retries`; not kept when there are none, so that the
+    /// states are today's). It is a fresh request: no re-sends yet.
+    fn keep_request(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd) {
+        if self.m.params.transport_retries == 0
+            || chan != Chan::Main
+            || !matches!(to, Node::Redis(_))
+        {
+            return;
+        }
+        let gathers = self.m.proto.gathers_replies();
+        let cl = &mut self.w.clients[c as usize];
+        cl.resent = 0;
+        cl.request = (!gathers).then_some(cmd);
+    }
+
+    /// Whether the transport re-sends client `c`'s request(s) that timed
+    /// out on the business thread's connection: some re-sends are left.
+    pub fn may_resend(&self, c: u8) -> bool {
+        self.w.clients[c as usize].resent < self.m.params.transport_retries
+    }
+
+    /// The transport's re-send of `cmd` that timed out (its connection
+    /// already closed), to `to` on a new connection: re-send `k` of
+    /// `--transport-retries`. Returns whether it left (a server that is down
+    /// refuses the connection).
+    pub fn resend(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd, k: u8) -> bool {
+        ev!(
+            self.log,
+            EventKind::Retry,
+            self.w.client_name(c),
+            Some(self.w.node_name(to)),
+            "re-sends {} on a new connection (transport retry {k} of {}); the copy that timed out may still run",
+            cmd.text(),
+            self.m.params.transport_retries
+        );
+        self.transmit(c, to, chan, cmd)
+    }
+
+    /// The business thread's request that timed out (its connection
+    /// already closed) goes out again on a new connection to the primary,
+    /// with a fresh request timeout, if the transport has re-sends left
+    /// (`--transport-retries`). Returns false when the library is to see
+    /// the failure.
+    pub fn resend_request(&mut self, c: u8) -> bool {
+        let Some(cmd) = self.w.clients[c as usize].request else {
+            return false;
+        };
+        if !self.may_resend(c) {
+            return false;
+        }
+        let k = self.w.clients[c as usize].resent + 1;
+        let s = self.w.primary();
+        self.resend(c, Node::Redis(s), Chan::Main, cmd, k);
+        let cl = &mut self.w.clients[c as usize];
+        cl.resent = k;
+        cl.request = Some(cmd);
+        self.set_wait(c, WaitKind::Reply);
+        true
+    }
+
+    /// Puts a request from client `c` on the network, unless a Redis
+    /// server that is down refuses the connection.
+    fn transmit(&mut self, c: u8, to: Node, chan: Chan, cmd: Cmd) -> bool {
         if let Node::Redis(s) = to
             && !self.w.redis[s as usize].is_up()
         {
@@ -151,7 +227,7 @@ impl Ctx<'_, '_> {
     /// on the client's current connection, ahead of whatever it sends next.
     pub fn notify(&mut self, c: u8, s: u8, cmd: Cmd) -> bool {
         if !self.w.redis[s as usize].is_up() {
-            return self.send(c, s, Chan::Main, cmd);
+            return self.transmit(c, Node::Redis(s), Chan::Main, cmd);
         }
         self.post(c, Node::Redis(s), Chan::Main, cmd, true);
         true
@@ -243,13 +319,7 @@ impl Ctx<'_, '_> {
         if self.m.proto.renewal() == crate::protocols::Renewal::Watchdog {
             let val = self.val(c);
             let wait = self.wait(WaitKind::Renewal);
-            self.w.clients[c as usize].wd = Some(crate::world::Watchdog {
-                val,
-                state: WdState::Sleeping,
-                wait,
-                renewals: 0,
-                holds: 1,
-            });
+            self.w.clients[c as usize].wd = Some(crate::world::Watchdog::new(val, wait));
         }
         if !crate::resource::read(self, c) {
             self.leave(c);
@@ -357,7 +427,9 @@ pub fn step(x: &mut Ctx, c: u8) {
         Phase::Acquire(_) | Phase::Release(_) if proto.gathers_replies() => proto.gather(x, c),
         Phase::Acquire(_) | Phase::Release(_) => {
             x.timed_out(c, "request timed out");
-            proto.on_timeout(x, c);
+            if !x.resend_request(c) {
+                proto.on_timeout(x, c);
+            }
         }
         Phase::Work if x.m.params.handoff == Handoff::Async => {
             ev!(
@@ -561,7 +633,11 @@ pub fn watchdog(x: &mut Ctx, c: u8) {
         WdState::Sleeping => x.m.proto.on_watchdog(x, c),
         WdState::Waiting => {
             x.abandon(c, Chan::Watchdog);
-            x.m.proto.on_watchdog_timeout(x, c);
+            let resent = x.m.proto.renewal() == crate::protocols::Renewal::Watchdog
+                && crate::protocols::watchdog::resend(x, c);
+            if !resent {
+                x.m.proto.on_watchdog_timeout(x, c);
+            }
         }
     }
 }
@@ -584,6 +660,8 @@ pub fn crash(x: &mut Ctx, c: u8) {
         cl.votes.clear();
         cl.t1 = None;
         cl.t1_shift = 0;
+        cl.resent = 0;
+        cl.request = None;
     }
     x.abandon(c, Chan::Main);
     // A never-cancelled watchdog, or any renewal thread when only the

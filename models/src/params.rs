@@ -30,6 +30,9 @@ pub const TIME_MEANING: &str =
 pub const MAX_CLIENTS: u8 = 6;
 /// Largest number of Redlock instances the model supports.
 pub const MAX_INSTANCES: u8 = 9;
+/// Most re-sends of one request `--transport-retries` takes (redis-py 8.1's
+/// default, `DEFAULT_RETRY_COUNT`).
+pub const MAX_TRANSPORT_RETRIES: u8 = 10;
 /// Largest clock-rate drift accepted, in ppm: 10 %, far past any quartz
 /// (10–100 ppm) and past Redlock's default 1 % allowance.
 pub const MAX_CLOCK_DRIFT_PPM: u32 = 100_000;
@@ -591,6 +594,14 @@ pub struct Params {
     /// Watchdog family: what a renewal error does (`--renewal-on-error`).
     #[serde(default, skip_serializing_if = "is_default")]
     pub renewal_on_error: RenewalOnError,
+    /// The transport's re-sends of a request that timed out
+    /// (`--transport-retries`): the client closes the connection (the
+    /// request stays in flight and may still run) and sends the same command
+    /// again on a new one, up to this many times, each with a fresh request
+    /// timeout; only then does the library see the failure (redis-py 8.1:
+    /// 10; redis-py 5.x: 0).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub transport_retries: u8,
     /// What the crash fault kills: the process, or the business thread
     /// alone (`--crash`).
     #[serde(default, skip_serializing_if = "is_default")]
@@ -706,6 +717,7 @@ impl Params {
             lock_shape: LockShape::String,
             wait_replicas: 0,
             renewal_on_error: RenewalOnError::Retry,
+            transport_retries: 0,
             crash: CrashKind::Process,
             handoff: Handoff::None,
             reenter: Reenter::None,
@@ -809,7 +821,9 @@ impl Params {
             "resource-op" => json(ResourceOp::default()),
             "token-store" => json(TokenStore::default()),
             "stock" => json(DEFAULT_STOCK),
-            "wait-replicas" | "clock-drift-ppm" | "unfenced-writers" => json(0),
+            "wait-replicas" | "clock-drift-ppm" | "unfenced-writers" | "transport-retries" => {
+                json(0)
+            }
             "fence-reads" | "idempotent" => json(false),
             _ => None,
         }
@@ -875,6 +889,9 @@ const RESTARTABLE: &[&str] = &[
     "redlock",
     "fencing-redis",
 ];
+/// The protocols whose clients talk to Redis (a transport such as
+/// redis-py's can re-send their commands).
+pub(crate) const REDIS_PROTOCOLS: &[&str] = RESTARTABLE;
 const FENCED: &[&str] = &["fencing", "fencing-redis", "zookeeper", "etcd", "queue"];
 
 /// Every user-settable parameter.
@@ -1008,6 +1025,11 @@ pub const PARAMS: &[ParamInfo] = &[
         name: "renewal-on-error",
         help: "a watchdog renewal that fails with an error: retry at the next period (Redisson >= 3.44) or stop for good (<= 3.43)",
         only: Some(WATCHDOG_FAMILY),
+    },
+    ParamInfo {
+        name: "transport-retries",
+        help: "re-send a request that timed out on a new connection, the same command, up to N times (0 to 10) before the library sees the failure; the first copy stays in flight and may still run (redis-py 8.1: 10; redis-py 5.x: 0)",
+        only: Some(REDIS_PROTOCOLS),
     },
     ParamInfo {
         name: "token",
@@ -1335,6 +1357,12 @@ impl Params {
             )));
         }
         range("wait-replicas", self.wait_replicas, 0, 1)?;
+        range(
+            "transport-retries",
+            self.transport_retries,
+            0,
+            MAX_TRANSPORT_RETRIES,
+        )?;
         range(
             "clock-drift-ppm",
             self.clock_drift_ppm,

@@ -483,6 +483,35 @@ impl ClientPreset {
         }
     }
 
+    /// The re-sends of a timed-out request its transport makes by default
+    /// (`--transport-retries`; docs/clients.md, "The transport"). redis-py
+    /// 8.1's `Redis.__init__` defaults to `retry=Retry(
+    /// ExponentialWithJitterBackoff(base=0.01, cap=1), retries=10)`
+    /// (`DEFAULT_RETRY_COUNT`, `redis/_defaults.py`) and its failure callback
+    /// disconnects before each re-send; redis-py 5.x's `Connection.__init__`
+    /// sets `Retry(NoBackoff(), 0)` unless `retry_on_timeout`/`retry_on_error`.
+    /// A preset whose library lets pip install redis-py 8 (`redis`,
+    /// `redis>=2.10.0`, `redis>=4.2.0rc1`; redis-py's own `Lock` taken at 8.1)
+    /// gets 10; redlock-ng (`redis = "^5.0.0"`) gets 0; libraries on other
+    /// transports (go-redis, ioredis, redis-rb, redis-rs, Redisson) get 0.
+    pub fn transport_retries(self) -> u8 {
+        match self {
+            ClientPreset::RedlockPy
+            | ClientPreset::Pottery
+            | ClientPreset::RedisPyLock
+            | ClientPreset::PythonRedisLock => 10,
+            ClientPreset::RedlockNg
+            | ClientPreset::Page
+            | ClientPreset::Redsync
+            | ClientPreset::NodeRedlock
+            | ClientPreset::NodeRedlock4
+            | ClientPreset::RedlockRb
+            | ClientPreset::RedlockRs
+            | ClientPreset::Redisson
+            | ClientPreset::Redisson343 => 0,
+        }
+    }
+
     /// The behaviours, as the options that set them, for each family of
     /// protocols the preset fits.
     pub fn summary(self) -> String {
@@ -521,6 +550,10 @@ impl ClientPreset {
         if let Some(v) = self.plain() {
             parts.push(format!("lua-release: --value {}", v.name()));
         }
+        let n = self.transport_retries();
+        if n > 0 {
+            parts.push(format!("all: --transport-retries {n}"));
+        }
         parts.join("; ")
     }
 
@@ -529,6 +562,7 @@ impl ClientPreset {
     /// refuses that).
     pub fn apply(self, p: &mut Params, protocol: &str) {
         p.client = Some(self);
+        p.transport_retries = self.transport_retries();
         if REDLOCK.contains(&protocol)
             && let Some(b) = self.redlock()
         {

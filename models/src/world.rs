@@ -32,7 +32,7 @@ pub enum Node {
 /// labels are recycled: a new attempt takes the least label that nothing
 /// in the world still carries (labels are only ever compared for
 /// equality, so this loses nothing, and it keeps the state space finite).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Val {
     pub client: u8,
     pub round: u8,
@@ -557,7 +557,7 @@ pub enum WdState {
     Waiting,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Watchdog {
     /// The lock value it keeps alive.
     pub val: Val,
@@ -571,6 +571,10 @@ pub struct Watchdog {
     /// zero. 1 unless the holder re-entered (`--reenter`).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub holds: u8,
+    /// The transport's re-sends of the renewal in flight
+    /// (`--transport-retries`): 0 for a renewal sent by the watchdog itself.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u8,
 }
 
 /// A Redlock client's view of one instance during an acquisition.
@@ -586,7 +590,7 @@ pub enum Vote {
 }
 
 /// One client process.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Client {
     /// The business thread is alive (false after a crash).
     pub alive: bool,
@@ -621,6 +625,124 @@ pub struct Client {
     /// called the inner `unlock()` (`--reenter`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub reentered: bool,
+    /// The transport's re-sends of the request(s) the business thread
+    /// waits for (`--transport-retries`): 0 for a request its program sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resent: u8,
+    /// The command the business thread waits for an answer to, kept while it
+    /// waits so that the transport can send it again (only with
+    /// `--transport-retries` above 0, and not for a client that gathers
+    /// several replies: its round's command follows from its phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<Cmd>,
+}
+
+// `Val`, `Watchdog` and `Client` hash as the derived `Hash` would, field by
+// field, except that the state of rarely used behaviours adds nothing while
+// it is at rest: the transport's re-sends (`--transport-retries`), a
+// re-entry (`--reenter`) and a task thread's value (`--handoff transfer`
+// under Redisson). The search picks a symmetry representative by
+// fingerprint, so a world without re-sends must hash as it did before the
+// knob existed: with `--transport-retries 0` the state counts stay the same.
+impl Watchdog {
+    /// A renewal agent for `val`, asleep until its first renewal (`wait`).
+    pub fn new(val: Val, wait: Wait) -> Watchdog {
+        Watchdog {
+            val,
+            state: WdState::Sleeping,
+            wait,
+            renewals: 0,
+            holds: 1,
+            resent: 0,
+        }
+    }
+}
+
+impl std::hash::Hash for Val {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Val {
+            client,
+            round,
+            attempt,
+            per_attempt,
+            task,
+        } = self;
+        client.hash(h);
+        round.hash(h);
+        attempt.hash(h);
+        per_attempt.hash(h);
+        if *task {
+            task.hash(h);
+        }
+    }
+}
+
+impl std::hash::Hash for Watchdog {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Watchdog {
+            val,
+            state,
+            wait,
+            renewals,
+            holds,
+            resent,
+        } = self;
+        val.hash(h);
+        state.hash(h);
+        wait.hash(h);
+        renewals.hash(h);
+        if *holds != 1 {
+            holds.hash(h);
+        }
+        if *resent != 0 {
+            resent.hash(h);
+        }
+    }
+}
+
+impl std::hash::Hash for Client {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Client {
+            alive,
+            paused,
+            phase,
+            wait,
+            round,
+            read,
+            token,
+            wrote,
+            wd,
+            votes,
+            t1,
+            t1_shift,
+            attempt,
+            per_attempt,
+            reentered,
+            resent,
+            request,
+        } = self;
+        alive.hash(h);
+        paused.hash(h);
+        phase.hash(h);
+        wait.hash(h);
+        round.hash(h);
+        read.hash(h);
+        token.hash(h);
+        wrote.hash(h);
+        wd.hash(h);
+        votes.hash(h);
+        t1.hash(h);
+        t1_shift.hash(h);
+        attempt.hash(h);
+        per_attempt.hash(h);
+        if *reentered {
+            reentered.hash(h);
+        }
+        if *resent != 0 || request.is_some() {
+            resent.hash(h);
+            request.hash(h);
+        }
+    }
 }
 
 impl Client {
@@ -646,6 +768,8 @@ impl Client {
             attempt: 0,
             per_attempt: false,
             reentered: false,
+            resent: 0,
+            request: None,
         }
     }
 
@@ -828,6 +952,11 @@ impl World {
             }
         }
         v.extend(self.clients.iter().filter_map(|c| c.wd.map(|d| d.val)));
+        v.extend(
+            self.clients
+                .iter()
+                .filter_map(|c| c.request.and_then(Cmd::val)),
+        );
         v
     }
 
@@ -857,6 +986,9 @@ impl World {
         for cl in &mut self.clients {
             if let Some(d) = cl.wd.as_mut() {
                 f(&mut d.val);
+            }
+            if let Some(v) = cl.request.as_mut().and_then(Cmd::val_mut) {
+                f(v);
             }
         }
         self.net.sort();

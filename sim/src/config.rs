@@ -163,6 +163,10 @@ pub struct SimConfig {
     /// protocol's own behaviour.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The transport's re-sends of a request that timed out
+    /// (`check --transport-retries`); none: the preset's, else 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport_retries: Option<u8>,
     /// A run stops at this simulated time (a client starved by a lock that
     /// never expires would otherwise retry forever).
     pub horizon: Micros,
@@ -226,6 +230,7 @@ impl SimConfig {
             detect_within: None,
             network: Network::Fifo,
             client: None,
+            transport_retries: None,
             horizon: 600 * SEC,
             scheduler: Scheduler::Random,
         }
@@ -378,6 +383,9 @@ impl SimConfig {
             if (self.renew_ratio - 1.0 / 3.0).abs() > 1e-9 {
                 p.renew_every = renew_every;
             }
+        }
+        if let Some(n) = self.transport_retries {
+            p.transport_retries = n;
         }
         p.renew_cap = self.renew_cap;
         p.renew_unchecked = self.renew_unchecked;
@@ -770,6 +778,7 @@ pub static OPTIONS: &[Opt] = &[
             Ok(())
         },
     },
+    maybe!("transport-retries", transport_retries, COUNT),
     dur!("horizon", horizon),
     Opt {
         name: "scheduler",

@@ -97,6 +97,43 @@ pub fn flights(t: &Trace) -> Vec<Flight> {
         let net = &st.state.network;
         let mut taken = vec![false; net.len()];
         let mut matched = vec![false; open.len()];
+        // A command sent in this step is a new message, even when an older
+        // copy of the same command (a transport's re-send) is still in
+        // flight under a changed text (its connection closed): where the
+        // messages of a text are too few for the older flights and the new
+        // sends both, the last ones are the new sends.
+        let mut sends: Vec<(&str, &str, &str, usize)> = Vec::new();
+        let mut reserved: Vec<usize> = Vec::new();
+        for e in st.events.iter().filter(|e| e.kind == EventKind::Send) {
+            let Some(to) = e.peer.as_deref() else {
+                continue;
+            };
+            match sends
+                .iter_mut()
+                .find(|(f, t, x, _)| *f == e.at && *t == to && *x == e.text)
+            {
+                Some(s) => s.3 += 1,
+                None => sends.push((&e.at, to, &e.text, 1)),
+            }
+        }
+        for (from, to, text, fresh) in sends {
+            let same = |m_from: &str, m_to: &str, m_text: &str| {
+                m_from == from && m_to == to && m_text == text
+            };
+            let msgs: Vec<usize> = (0..net.len())
+                .filter(|&j| same(&net[j].from, &net[j].to, &net[j].text))
+                .collect();
+            let older = open
+                .iter()
+                .filter(|&&fi| same(&all[fi].from, &all[fi].to, &all[fi].text))
+                .count();
+            if msgs.len() < older + fresh {
+                reserved.extend(msgs.iter().rev().take(fresh));
+            }
+        }
+        for &j in &reserved {
+            taken[j] = true;
+        }
         // Same text first, then a text that gained or lost a suffix.
         for exact in [true, false] {
             for (oi, &fi) in open.iter().enumerate() {
@@ -120,6 +157,10 @@ pub fn flights(t: &Trace) -> Vec<Flight> {
                     all[fi].delayed |= net[j].held;
                 }
             }
+        }
+        // The new sends were kept from the older flights: they start now.
+        for &j in &reserved {
+            taken[j] = false;
         }
         let mut named_used = false;
         let mut still = Vec::new();

@@ -42,13 +42,7 @@ fn start_heartbeat(x: &mut Ctx, c: u8) {
     let val = x.val(c);
     if x.w.clients[c as usize].wd.is_none() {
         let wait = x.wait(WaitKind::Renewal);
-        x.w.clients[c as usize].wd = Some(Watchdog {
-            val,
-            state: WdState::Sleeping,
-            wait,
-            renewals: 0,
-            holds: 1,
-        });
+        x.w.clients[c as usize].wd = Some(Watchdog::new(val, wait));
     }
 }
 
@@ -100,6 +94,9 @@ pub fn set_wd(x: &mut Ctx, c: u8, state: WdState, kind: WaitKind) {
         if let Some(wd) = &mut x.w.clients[c as usize].wd {
             wd.state = state;
             wd.wait = wait;
+            if state == WdState::Sleeping {
+                wd.resent = 0;
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ use crate::client::{Ctx, arrived, ignore, take_replies};
 use crate::ev;
 use crate::faults::FaultKind;
 use crate::presets::{Decide, LockValue, Release, Requests, UnlockOnFailure};
-use crate::world::{Chan, Cmd, Phase, Reply, Vote, World};
+use crate::world::{Chan, Cmd, Node, Phase, Reply, Vote, World};
 use locklab_traces::EventKind;
 
 /// Every fault kind applies: Redis instances restart, fail over and jump
@@ -78,6 +78,31 @@ fn send_next(x: &mut Ctx, c: u8, phase: Phase) -> bool {
     }
     let any = x.w.clients[c as usize].votes.contains(&Vote::Pending);
     if any {
+        x.await_reply(c, phase);
+    }
+    any
+}
+
+/// The transport's re-send of the round's request to every instance that
+/// has not answered (`--transport-retries`): the same command on a new
+/// connection. An instance that is down refuses it: a no. Returns false if
+/// no request is in flight.
+fn resend_pending(x: &mut Ctx, c: u8) -> bool {
+    let cmd = request(x, c, x.phase(c));
+    let k = x.w.clients[c as usize].resent + 1;
+    for s in 0..x.w.redis.len() {
+        if x.w.clients[c as usize].votes[s] != Vote::Pending {
+            continue;
+        }
+        let sent = x.resend(c, Node::Redis(s as u8), Chan::Main, cmd, k);
+        if !sent {
+            x.w.clients[c as usize].votes[s] = Vote::No;
+        }
+    }
+    x.w.clients[c as usize].resent = k;
+    let any = x.w.clients[c as usize].votes.contains(&Vote::Pending);
+    if any {
+        let phase = x.phase(c);
         x.await_reply(c, phase);
     }
     any
@@ -289,6 +314,22 @@ impl Protocol for Redlock {
                         "has a quorum either way: decides without the other answers"
                     }
                 );
+            } else if x.may_resend(c) {
+                // The timeout fired first, and the transport re-sends every
+                // request that has not been answered (each instance's own
+                // connection, all sent and timed out together) on a new
+                // connection, with a fresh timeout.
+                ev!(
+                    x.log,
+                    EventKind::Timeout,
+                    x.w.client_name(c),
+                    None,
+                    "times out waiting for the instances that have not answered"
+                );
+                x.abandon(c, Chan::Main);
+                if resend_pending(x, c) {
+                    return;
+                }
             } else {
                 // The timeout fired first: whoever has not answered counts as no.
                 ev!(

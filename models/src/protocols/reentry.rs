@@ -57,9 +57,16 @@ pub fn reenter_due(x: &mut Ctx, c: u8) {
     if backoff {
         return send(x, c);
     }
-    x.timed_out(
-        c,
-        "request timed out: the inner lock() throws, the outer finally releases",
+    x.timed_out(c, "request timed out");
+    if x.resend_request(c) {
+        return;
+    }
+    ev!(
+        x.log,
+        EventKind::Reenter,
+        x.w.client_name(c),
+        None,
+        "the inner lock() throws; the outer finally releases"
     );
     x.leave(c);
 }
@@ -90,13 +97,7 @@ pub fn on_reenter_reply(x: &mut Ctx, c: u8, reply: Reply) {
             // this lock() schedules a new one, counting one hold.
             let val = x.val(c);
             let wait = x.wait(WaitKind::Renewal);
-            x.w.clients[c as usize].wd = Some(crate::world::Watchdog {
-                val,
-                state: crate::world::WdState::Sleeping,
-                wait,
-                renewals: 0,
-                holds: 1,
-            });
+            x.w.clients[c as usize].wd = Some(crate::world::Watchdog::new(val, wait));
         }
     }
     ev!(
@@ -161,9 +162,16 @@ pub fn on_inner_release_reply(x: &mut Ctx, c: u8, reply: Reply) {
 /// The inner `unlock()` timed out: it throws, and the outer `finally`
 /// unlocks.
 pub fn inner_release_timed_out(x: &mut Ctx, c: u8) {
-    x.timed_out(
-        c,
-        "request timed out: the inner unlock() throws, the outer finally releases",
+    x.timed_out(c, "request timed out");
+    if x.resend_request(c) {
+        return;
+    }
+    ev!(
+        x.log,
+        EventKind::Reenter,
+        x.w.client_name(c),
+        None,
+        "the inner unlock() throws; the outer finally releases"
     );
     inner_done(x, c);
 }

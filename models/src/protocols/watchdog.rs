@@ -31,24 +31,56 @@ pub const FAULTS: &[FaultKind] = super::SINGLE_REDIS_FAULTS;
 
 pub struct Watchdog;
 
+/// The renewal command for the value `wd` guards.
+fn renewal_cmd(x: &Ctx, wd: &crate::world::Watchdog) -> Cmd {
+    let ttl = x.m.params.ttl;
+    if x.m.params.renew_unchecked {
+        Cmd::PExpire { ttl }
+    } else {
+        Cmd::Renew { val: wd.val, ttl }
+    }
+}
+
 /// The renewal timer fired: send one renewal for the value it guards.
 pub fn renew(x: &mut Ctx, c: u8) {
     let Some(mut wd) = x.w.clients[c as usize].wd else {
         return;
     };
-    let ttl = x.m.params.ttl;
-    let cmd = if x.m.params.renew_unchecked {
-        Cmd::PExpire { ttl }
-    } else {
-        Cmd::Renew { val: wd.val, ttl }
-    };
+    let cmd = renewal_cmd(x, &wd);
     let s = x.w.primary();
     x.send(c, s, Chan::Watchdog, cmd);
     if x.m.params.renew_cap.is_some() {
         wd.renewals += 1;
     }
+    wd.resent = 0;
     x.w.clients[c as usize].wd = Some(wd);
     set_wd(x, c, WdState::Waiting, WaitKind::Reply);
+}
+
+/// The renewal in flight timed out (its connection already closed): the
+/// transport sends the same renewal again on a new connection, with a fresh
+/// timeout, if it has re-sends left (`--transport-retries`). Returns false
+/// when the renewal thread is to see the failure.
+pub fn resend(x: &mut Ctx, c: u8) -> bool {
+    let Some(mut wd) = x.w.clients[c as usize].wd else {
+        return false;
+    };
+    if wd.resent >= x.m.params.transport_retries {
+        return false;
+    }
+    wd.resent += 1;
+    let cmd = renewal_cmd(x, &wd);
+    let s = x.w.primary();
+    x.resend(
+        c,
+        crate::world::Node::Redis(s),
+        Chan::Watchdog,
+        cmd,
+        wd.resent,
+    );
+    x.w.clients[c as usize].wd = Some(wd);
+    set_wd(x, c, WdState::Waiting, WaitKind::Reply);
+    true
 }
 
 /// A renewal reply arrived.
