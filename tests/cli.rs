@@ -1723,27 +1723,31 @@ fn the_six_more_clients_are_accepted_where_they_fit_and_refused_elsewhere() {
     );
 }
 
+/// `check watchdog --client python-redis-lock --faults loss,slow
+/// --invariants mutual_exclusion`, and `extra`.
+fn python_redis_lock_loses_a_renewal(extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "check",
+        "watchdog",
+        "--client",
+        "python-redis-lock",
+        "--faults",
+        "loss,slow",
+        "--invariants",
+        "mutual_exclusion",
+    ];
+    args.extend_from_slice(extra);
+    locklab(&args)
+}
+
 #[test]
 fn python_redis_lock_renews_every_two_thirds_and_stops_at_the_first_error() {
     // The preset's period is 2/3 of the TTL and follows --ttl; an explicit
     // --renew-every wins over it.
+    // On redis-py 5.x's transport, which re-sends nothing: the lost
+    // renewal reaches the thread as an error.
     let run = |extra: &[&str]| {
-        // On redis-py 5.x's transport, which re-sends nothing: the lost
-        // renewal reaches the thread as an error.
-        let mut args = vec![
-            "check",
-            "watchdog",
-            "--client",
-            "python-redis-lock",
-            "--faults",
-            "loss,slow",
-            "--invariants",
-            "mutual_exclusion",
-            "--transport-retries",
-            "0",
-        ];
-        args.extend_from_slice(extra);
-        locklab(&args)
+        python_redis_lock_loses_a_renewal(&[&["--transport-retries", "0"], extra].concat())
     };
     let o = run(&[]);
     let out = stdout(&o);
@@ -1890,20 +1894,7 @@ fn transport_retries_re_send_a_timed_out_request_on_a_new_connection() {
     // expires under a slow holder; redis-py 8.1's transport (the preset's
     // default, 10 re-sends) sends the renewal again on a new connection
     // within the request timeout, and the same faults break nothing.
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "check",
-            "watchdog",
-            "--client",
-            "python-redis-lock",
-            "--faults",
-            "loss,slow",
-            "--invariants",
-            "mutual_exclusion",
-        ];
-        args.extend_from_slice(extra);
-        locklab(&args)
-    };
+    let run = python_redis_lock_loses_a_renewal;
     let o = run(&["--transport-retries", "0"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");

@@ -55,7 +55,7 @@ fn phase_text(m: &LockModel, s: &CState, i: usize) -> String {
             )
         }
         Phase::Reenter => format!("in critical section, re-entering (for {waited})"),
-        Phase::InnerRelease => format!("in critical section, inner unlock sent (for {waited})"),
+        Phase::InnerRelease => format!("written; inner unlock sent (for {waited})"),
     }
 }
 

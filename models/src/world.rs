@@ -786,11 +786,7 @@ impl Client {
 
     /// The client believes it holds the lock and is in its critical section.
     pub fn holds(&self) -> bool {
-        self.alive
-            && matches!(
-                self.phase,
-                Phase::Work | Phase::Write | Phase::Reenter | Phase::InnerRelease
-            )
+        self.alive && matches!(self.phase, Phase::Work | Phase::Write | Phase::Reenter)
     }
 
     /// Its business thread can take a step (not paused, not dead, not done).

@@ -28,15 +28,20 @@ use crate::params::Reenter;
 use crate::world::{Body, Chan, Cmd, Msg, Node, Phase, Reply, WaitKind, World};
 use locklab_traces::EventKind;
 
-/// The outer work is done: the holder calls `lock()` again.
-pub fn reenter(x: &mut Ctx, c: u8) {
+/// A line of the trace about the re-entry.
+fn say(x: &mut Ctx, c: u8, what: &str) {
     ev!(
         x.log,
         EventKind::Reenter,
         x.w.client_name(c),
         None,
-        "calls lock() again from the same thread (a re-entry)"
+        "{what}"
     );
+}
+
+/// The outer work is done: the holder calls `lock()` again.
+pub fn reenter(x: &mut Ctx, c: u8) {
+    say(x, c, "calls lock() again from the same thread (a re-entry)");
     send(x, c);
 }
 
@@ -61,13 +66,7 @@ pub fn reenter_due(x: &mut Ctx, c: u8) {
     if x.resend_request(c) {
         return;
     }
-    ev!(
-        x.log,
-        EventKind::Reenter,
-        x.w.client_name(c),
-        None,
-        "the inner lock() throws; the outer finally releases"
-    );
+    say(x, c, "the inner lock() throws; the outer finally releases");
     x.leave(c);
 }
 
@@ -100,17 +99,14 @@ pub fn on_reenter_reply(x: &mut Ctx, c: u8, reply: Reply) {
             x.w.clients[c as usize].wd = Some(crate::world::Watchdog::new(val, wait));
         }
     }
-    ev!(
-        x.log,
-        EventKind::Reenter,
-        x.w.client_name(c),
-        None,
-        "re-entered: by its own count it holds the lock twice{}",
+    say(
+        x,
+        c,
         if wd.is_none() {
-            " (its watchdog starts again)"
+            "re-entered: by its own count it holds the lock twice (its watchdog starts again)"
         } else {
-            ""
-        }
+            "re-entered: by its own count it holds the lock twice"
+        },
     );
     work_done(x, c);
 }
@@ -123,13 +119,7 @@ pub fn inner_unlock_due(x: &Ctx, c: u8) -> bool {
 
 /// The inner `unlock()`.
 pub fn inner_release(x: &mut Ctx, c: u8) {
-    ev!(
-        x.log,
-        EventKind::Reenter,
-        x.w.client_name(c),
-        None,
-        "calls the inner unlock()"
-    );
+    say(x, c, "calls the inner unlock()");
     let s = x.w.primary();
     let cmd = rc::release_cmd(x, x.val(c));
     x.send(c, s, Chan::Main, cmd);
@@ -149,13 +139,7 @@ pub fn on_inner_release_reply(x: &mut Ctx, c: u8, reply: Reply) {
             "the inner unlock() finds the lock not held by this thread (IllegalMonitorStateException); the outer finally unlocks anyway"
         }
     };
-    ev!(
-        x.log,
-        EventKind::Reenter,
-        x.w.client_name(c),
-        None,
-        "{what}"
-    );
+    say(x, c, what);
     inner_done(x, c);
 }
 
@@ -166,12 +150,10 @@ pub fn inner_release_timed_out(x: &mut Ctx, c: u8) {
     if x.resend_request(c) {
         return;
     }
-    ev!(
-        x.log,
-        EventKind::Reenter,
-        x.w.client_name(c),
-        None,
-        "the inner unlock() throws; the outer finally releases"
+    say(
+        x,
+        c,
+        "the inner unlock() throws; the outer finally releases",
     );
     inner_done(x, c);
 }
