@@ -333,6 +333,33 @@ fn the_format_is_parsed_and_bad_lines_are_refused() {
     );
 }
 
+#[test]
+fn a_second_going_further_line_is_refused() {
+    // A workshop of one exercise whose file marks two "going further"
+    // points: the whole workshop is refused (exit 2), naming the line.
+    let dir = std::env::temp_dir().join(format!("locklab-workshop-gf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("exercises")).expect("creates a scratch workshop");
+    std::fs::write(dir.join("exercises.md"), "## Exercise 1: t\n\nx\n").expect("writes");
+    std::fs::write(
+        dir.join("exercises/01-t.txt"),
+        "# t\n\nexpect exit 0 :: locklab list\ngoing further\nexpect exit 0 :: locklab list\ngoing further\nexpect exit 0 :: locklab list\n",
+    )
+    .expect("writes");
+    let out = workshop(&["--dir", dir.to_str().unwrap()], "");
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("01-t.txt:6: a second `going further` line"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // --further goes with an exercise, not with the solutions page.
+    let out = workshop(&["--solutions", "--further"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs `locklab workshop ARGS` with `input` on standard input (no TTY).
 fn workshop(args: &[&str], input: &str) -> std::process::Output {
     use std::io::Write;

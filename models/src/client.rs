@@ -276,6 +276,12 @@ impl Ctx<'_, '_> {
 
     /// The acquisition failed; try again after the retry backoff.
     pub fn retry(&mut self, c: u8, why: &str) {
+        self.w.clients[c as usize].phase = Phase::Idle;
+        self.back_off(c, why);
+    }
+
+    /// Client `c` waits `--retry` or more before its next try, `why` says.
+    pub fn back_off(&mut self, c: u8, why: &str) {
         ev!(
             self.log,
             EventKind::Retry,
@@ -284,7 +290,6 @@ impl Ctx<'_, '_> {
             "{why}; retries after a backoff of at least {}",
             crate::units::show(self.m.params.retry)
         );
-        self.w.clients[c as usize].phase = Phase::Idle;
         self.set_wait(c, WaitKind::Backoff);
     }
 

@@ -73,15 +73,10 @@ pub fn reenter_due(x: &mut Ctx, c: u8) {
 /// The re-entry's reply.
 pub fn on_reenter_reply(x: &mut Ctx, c: u8, reply: Reply) {
     if reply != Reply::Ok {
-        ev!(
-            x.log,
-            EventKind::Retry,
-            x.w.client_name(c),
-            None,
-            "its re-entry finds the lock held by someone else: lock() blocks, and tries again after at least {}",
-            crate::units::show(x.m.params.retry)
+        x.back_off(
+            c,
+            "its re-entry finds the lock held by someone else: lock() blocks",
         );
-        x.set_wait(c, WaitKind::Backoff);
         return;
     }
     x.w.clients[c as usize].reentered = true;
