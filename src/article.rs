@@ -58,6 +58,12 @@ use Invariant::*;
 
 fn none(_: &mut Params) {}
 
+/// Redlock on one instance (a quorum of one).
+fn one_instance(p: &mut Params) {
+    p.instances = 1;
+    p.quorum = 1;
+}
+
 /// A reconciler every 10 s (§7.5 对账).
 fn reconcile_10s(p: &mut Params) {
     p.reconcile = Some(10 * SEC);
@@ -66,8 +72,7 @@ fn reconcile_10s(p: &mut Params) {
 /// Redlock on one instance whose clock jumps forward by `jump`: the drift
 /// margin under test without the quorum around it.
 fn redlock_margin(p: &mut Params, jump: Micros) {
-    p.instances = 1;
-    p.quorum = 1;
+    one_instance(p);
     p.jump = jump;
 }
 
@@ -470,16 +475,39 @@ const CLAIMS: &[Claim] = &[
     Claim {
         id: "redlock-pause",
         section: "§6.3",
-        quote: "客户端从五个实例凑齐多数派、拿到锁，然后停顿六十秒……另一个客户端凑齐了新的多数派",
-        gloss: "a pause after acquiring a Redlock majority: another client gets a new majority (on one instance: a pause outlasts the TTL on every instance alike, and with five the exact-time search does not finish yet)",
+        quote: "客户端从五个实例凑齐多数派、拿到锁，然后停顿六十秒……另一个客户端凑齐了新的多数派——停顿结束后，陈旧客户端照样带着过时认知去写资源",
+        gloss: "a pause after acquiring a Redlock majority: another client gets a new majority, and after its pause the stale client still writes the resource (on one instance: a pause outlasts the TTL on every instance alike, and with five the exact-time search does not finish yet)",
         says: Says::Breaks,
         protocol: "redlock",
         faults: &[Pause],
+        invariant: NoLostUpdate,
+        knobs: one_instance,
+        flags: "--instances 1",
+        cap: None,
+    },
+    Claim {
+        id: "redlock-pause-late-write",
+        section: "§6.3",
+        quote: "",
+        gloss: "the stale write is a write past the client's own validity: a client that checks its validity before writing is caught only by a pause between the check and the write",
+        says: Says::Silent,
+        protocol: "redlock",
+        faults: &[Pause],
+        invariant: WithinValidity,
+        knobs: one_instance,
+        flags: "--instances 1",
+        cap: None,
+    },
+    Claim {
+        id: "redlock-pause-belief",
+        section: "§6.3",
+        quote: "",
+        gloss: "but the two beliefs never overlap: read on its own clock, the paused client's validity ends before its keys do, so it no longer believes it holds when the other client gets its majority",
+        says: Says::Silent,
+        protocol: "redlock",
+        faults: &[Pause],
         invariant: MutualExclusion,
-        knobs: |p| {
-            p.instances = 1;
-            p.quorum = 1;
-        },
+        knobs: one_instance,
         flags: "--instances 1",
         cap: None,
     },

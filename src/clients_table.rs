@@ -47,6 +47,8 @@ fn short(invariant: &str) -> &'static str {
         "no_orphan_lock" => "OR",
         "no_oversell" => "OS",
         "no_duplicate_effect" => "DE",
+        "detected_within" => "DW",
+        "within_validity" => "WV",
         _ => "?",
     }
 }
@@ -137,7 +139,7 @@ pub fn render(threads: Option<usize>) -> Result<String, Failure> {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "ME mutual_exclusion · OW ownership · LU no_lost_update · TM token_monotonic · OR no_orphan_lock"
+        "ME mutual_exclusion · OW ownership · LU no_lost_update · TM token_monotonic · OR no_orphan_lock · WV within_validity"
     );
     let _ = writeln!(o);
     let mut head = String::from("| preset | protocol |");

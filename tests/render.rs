@@ -87,7 +87,7 @@ fn shortest_with_loss(m: &LockModel, inv: Invariant) -> Trace {
     let mut succs = Vec::new();
     while let Some(i) = queue.pop_front() {
         let (z, lost) = (nodes[i].0.clone(), nodes[i].1);
-        if lost && !inv.holds(m, &z.world) {
+        if lost && !inv.holds_in(m, &z) {
             let mut path = Vec::new();
             let mut at = i;
             while let Some((parent, step)) = nodes[at].2.clone() {
@@ -484,14 +484,15 @@ fn every_fault_kind_is_drawn_and_told() {
 /// where the trace records one.
 #[test]
 fn believed_lease_is_drawn() {
-    // Redlock on two instances, a pause: the holder's validity by its own
-    // clock is drawn where the trace records one.
+    // Redlock on two instances, a pause between the validity check and
+    // the write: the holder's validity by its own clock is drawn where the
+    // trace records one, and its end before the late write.
     let t = shortest(
         &model("redlock", &[FaultKind::Pause], |p| {
             p.instances = 2;
             p.quorum = 2;
         }),
-        Invariant::MutualExclusion,
+        Invariant::WithinValidity,
     );
     let svg = Format::Svg.render(&t, false);
     // validity = TTL − drift allowance − elapsed = 30 s − (int(30000 ×

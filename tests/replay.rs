@@ -459,10 +459,12 @@ fn ctrl_c_stops_every_server() {
             "redlock",
             "--instances",
             "3",
+            "--latency",
+            "1ms",
             "--faults",
             "pause",
             "--invariants",
-            "mutual_exclusion",
+            "within_validity",
         ],
     );
     // In real time (a 30 s TTL): the replay is still running when the

@@ -596,7 +596,7 @@ fn shortest_with(
     let mut succs = Vec::new();
     while let Some(i) = queue.pop_front() {
         let (s, flag) = (nodes[i].0.clone(), nodes[i].1);
-        if !inv.holds(m, &s.world) {
+        if !inv.holds_in(m, &s) {
             if flag {
                 let mut path = Vec::new();
                 let mut at = i;

@@ -249,6 +249,9 @@ pub fn rename_clients(w: &World, p: &[u8]) -> World {
     if let Some((a, o, t)) = ghost.foreign {
         ghost.foreign = Some((p[a as usize], p[o as usize], t));
     }
+    if let Some(c) = ghost.late_write {
+        ghost.late_write = Some(p[c as usize]);
+    }
     let mut order = vec![0usize; p.len()];
     for (old, new) in p.iter().enumerate() {
         order[*new as usize] = old;

@@ -451,7 +451,10 @@ pub fn step(x: &mut Ctx, c: u8) {
             crate::protocols::reentry::reenter(x, c)
         }
         Phase::Work => work_done(x, c),
-        Phase::Write => crate::resource::write(x, c),
+        Phase::Write => {
+            note_late_write(x, c);
+            crate::resource::write(x, c)
+        }
         Phase::Reenter => crate::protocols::reentry::reenter_due(x, c),
         Phase::InnerRelease => crate::protocols::reentry::inner_release_timed_out(x, c),
         Phase::Leave if crate::protocols::reentry::inner_unlock_due(x, c) => {
@@ -484,6 +487,25 @@ pub fn step(x: &mut Ctx, c: u8) {
 
 /// The critical section's work is done: the write comes next (after the
 /// validity check, for a protocol that makes one).
+/// The write a validity check let through. A client that knows its
+/// validity reads its clock as it writes; if the validity has run out by
+/// then (a pause or a slow step since the check), the ghost records it for
+/// `within_validity`. The client writes all the same: it checked already.
+fn note_late_write(x: &mut Ctx, c: u8) {
+    let m = x.m;
+    if m.proto.still_valid(x, c) == Some(false) {
+        x.w.ghost.late_write.get_or_insert(c);
+        ev!(
+            x.log,
+            EventKind::Note,
+            x.w.client_name(c),
+            None,
+            "writes although its own clock now says its validity has run out{}",
+            x.t.drift_note()
+        );
+    }
+}
+
 pub fn work_done(x: &mut Ctx, c: u8) {
     if x.m.params.handoff == Handoff::Transfer {
         ev!(

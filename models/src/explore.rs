@@ -41,7 +41,7 @@ fn answers_text(answers: &[bool]) -> String {
 macro_rules! prop {
     ($name:ident, $inv:expr) => {
         fn $name(m: &ZoneModel, s: &ZState) -> bool {
-            $inv.holds(&m.0, &s.world)
+            $inv.holds_in(&m.0, s)
         }
     };
 }
@@ -53,6 +53,7 @@ prop!(prop_orphan, Invariant::NoOrphanLock);
 prop!(prop_oversell, Invariant::NoOversell);
 prop!(prop_duplicate, Invariant::NoDuplicateEffect);
 prop!(prop_detected, Invariant::DetectedWithin);
+prop!(prop_validity, Invariant::WithinValidity);
 
 impl ZoneModel {
     /// The readable form of a state: the world and its zone (clock `xi`
@@ -107,6 +108,7 @@ impl stateright::Model for ZoneModel {
                     Invariant::NoOversell => prop_oversell,
                     Invariant::NoDuplicateEffect => prop_duplicate,
                     Invariant::DetectedWithin => prop_detected,
+                    Invariant::WithinValidity => prop_validity,
                 };
                 stateright::Property::always(i.name(), f)
             })

@@ -1,12 +1,36 @@
 //! The safety invariants (docs/model.md, "Invariants"). Each is a predicate
-//! on one world state; facts about transitions (a `DEL` that removed someone
-//! else's lock, a token that went backwards) are recorded in the state's
-//! ghost fields by the transition that causes them, so the state they
-//! produce ends a trace.
+//! on one world state and, where a client's own clock decides what it
+//! believes, on the state's clocks; facts about transitions (a `DEL` that
+//! removed someone else's lock, a token that went backwards, a write past
+//! the writer's validity) are recorded in the state's ghost fields by the
+//! transition that causes them, so the state they produce ends a trace.
+//!
+//! A violation is a set of *ways*: each a conjunction of clock conditions
+//! ([`Below`]) that must hold together at one moment of the state (none: the
+//! state violates whatever its clocks read). The zone engine asks whether
+//! some valuation of a state's zone meets one of them ([`Invariant::holds_in`]),
+//! the concrete engine whether the clocks meet one now ([`Invariant::holds_at`]),
+//! and the trace builder adds a way's conditions to the times it solves for
+//! (`LockModel::times_for_violation`).
 
+use crate::engine::concrete::CState;
+use crate::engine::dbm::{Bound, Dbm};
+use crate::engine::solve::Rational;
+use crate::engine::zone::ZState;
 use crate::model::LockModel;
 use crate::protocols::Protocol;
+use crate::time::{Clk, Micros};
 use crate::world::{Phase, Role, Touch, World};
+
+/// A clock condition a violation needs: clock `clk` reads below `hi` µs.
+/// Only upper bounds occur: a client stops believing once its clock has run
+/// past a bound, so the conditions are met, if at all, from the moment a
+/// state is entered (time only makes clocks larger).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Below {
+    pub clk: Clk,
+    pub hi: Micros,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Invariant {
@@ -18,10 +42,11 @@ pub enum Invariant {
     NoOversell,
     NoDuplicateEffect,
     DetectedWithin,
+    WithinValidity,
 }
 
 impl Invariant {
-    pub const ALL: [Invariant; 8] = [
+    pub const ALL: [Invariant; 9] = [
         Invariant::MutualExclusion,
         Invariant::Ownership,
         Invariant::NoLostUpdate,
@@ -30,6 +55,7 @@ impl Invariant {
         Invariant::NoOversell,
         Invariant::NoDuplicateEffect,
         Invariant::DetectedWithin,
+        Invariant::WithinValidity,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +68,7 @@ impl Invariant {
             Invariant::NoOversell => "no_oversell",
             Invariant::NoDuplicateEffect => "no_duplicate_effect",
             Invariant::DetectedWithin => "detected_within",
+            Invariant::WithinValidity => "within_validity",
         }
     }
 
@@ -53,7 +80,7 @@ impl Invariant {
     pub fn meaning(self) -> &'static str {
         match self {
             Invariant::MutualExclusion => {
-                "no two clients ever believe they hold the lock and are in the critical section at once (a paused one included)"
+                "no two clients ever believe they hold the lock and are in the critical section at once (a paused one included; a client that knows its validity, a Redlock client that checks it, believes only while its own clock says the validity lasts)"
             }
             Invariant::Ownership => {
                 "a client never deletes or re-times a lock entry that another client owns, and no stale request of its own deletes its current one"
@@ -76,6 +103,9 @@ impl Invariant {
             Invariant::DetectedWithin => {
                 "damage to the resource (a lost update, an oversell, a duplicate effect) is flagged by the reconciler within --detect-within of the damaging write (with --reconcile; default one period + one step)"
             }
+            Invariant::WithinValidity => {
+                "a client that knows its validity (a Redlock client that checks it) never writes to the resource once its own clock says the validity has run out"
+            }
         }
     }
 
@@ -85,7 +115,7 @@ impl Invariant {
     /// resource safe while beliefs overlap; the report says which is which.
     pub fn category(self) -> &'static str {
         match self {
-            Invariant::MutualExclusion => "belief",
+            Invariant::MutualExclusion | Invariant::WithinValidity => "belief",
             Invariant::Ownership | Invariant::NoOrphanLock => "lock-service",
             Invariant::NoLostUpdate => "resource",
             Invariant::TokenMonotonic => "token",
@@ -124,6 +154,14 @@ impl Invariant {
             Invariant::DetectedWithin if m.params.reconcile.is_none() => {
                 Some("no reconciler (add --reconcile EVERY)".to_string())
             }
+            Invariant::WithinValidity if !m.proto.checks_validity() => Some(format!(
+                "{} clients do not know how long their lock is valid (only Redlock's validity = TTL - elapsed - drift tells a client)",
+                m.proto.name()
+            )),
+            Invariant::WithinValidity if !m.params.validity_check => Some(
+                "the client does not check its validity (--validity-check off): it has no reading of it to act against"
+                    .to_string(),
+            ),
             _ => None,
         }
     }
@@ -139,13 +177,42 @@ impl Invariant {
             Invariant::MutualExclusion | Invariant::Ownership | Invariant::NoOrphanLock => {
                 proto.has_lock()
             }
+            Invariant::WithinValidity => proto.checks_validity(),
             _ => true,
         }
     }
 
-    pub fn holds(self, m: &LockModel, w: &World) -> bool {
+    /// The ways `w` violates the invariant, each the clock conditions that
+    /// must hold at once (an empty way: violated whatever the clocks read).
+    /// No way: `w` satisfies it at every moment.
+    pub fn violations(self, m: &LockModel, w: &World) -> Vec<Vec<Below>> {
         match self {
-            Invariant::MutualExclusion => w.clients.iter().filter(|c| c.holds()).count() <= 1,
+            Invariant::MutualExclusion => believers(m, w),
+            _ if self.holds_untimed(m, w) => Vec::new(),
+            _ => vec![Vec::new()],
+        }
+    }
+
+    /// Whether the invariant holds throughout the symbolic state `s`: no
+    /// valuation of its zone meets any way of violating it.
+    pub fn holds_in(self, m: &LockModel, s: &ZState) -> bool {
+        self.violations(m, &s.world)
+            .iter()
+            .all(|way| !zone_meets(&s.zone, way))
+    }
+
+    /// Whether the invariant holds in the concrete state `s` at its time.
+    pub fn holds_at(self, m: &LockModel, s: &CState) -> bool {
+        self.violations(m, &s.world).iter().all(|way| {
+            !way.iter()
+                .all(|b| s.read(b.clk, s.now) < Rational::integer(b.hi))
+        })
+    }
+
+    /// The invariants whose violation reads no clock.
+    fn holds_untimed(self, m: &LockModel, w: &World) -> bool {
+        match self {
+            Invariant::MutualExclusion => believers(m, w).is_empty(),
             Invariant::Ownership => w.ghost.foreign.is_none(),
             Invariant::NoLostUpdate => w.resource.value == w.resource.accepted,
             Invariant::TokenMonotonic => w.ghost.token_regressed.is_none(),
@@ -153,6 +220,7 @@ impl Invariant {
             Invariant::NoOversell => crate::resource::stock_left(m, w.resource.value) >= 0,
             Invariant::NoDuplicateEffect => !w.ghost.duplicated,
             Invariant::DetectedWithin => !w.resource.recon.is_some_and(|r| r.missed),
+            Invariant::WithinValidity => w.ghost.late_write.is_none(),
         }
     }
 
@@ -177,7 +245,12 @@ impl Invariant {
                     2 => format!("{} and {} both", h[0], h[1]),
                     _ => format!("{} all", h.join(", ")),
                 };
-                format!("{who} believe they hold the lock at once")
+                let own = if h.len() >= 2 && m.proto.checks_validity() && m.params.validity_check {
+                    ", each within its validity by its own clock"
+                } else {
+                    ""
+                };
+                format!("{who} believe they hold the lock at once{own}")
             }
             Invariant::Ownership => match w.ghost.foreign {
                 Some((actor, _, Touch::DeletedOwnCurrent)) => format!(
@@ -225,8 +298,52 @@ impl Invariant {
                 m.params.stock,
                 crate::resource::stock_left(m, w.resource.value)
             ),
+            Invariant::WithinValidity => match w.ghost.late_write {
+                Some(c) => format!(
+                    "{} wrote to the resource after its own clock said its validity had run out",
+                    w.client_name(c)
+                ),
+                None => String::new(),
+            },
         }
     }
+}
+
+/// The ways two clients can believe they hold the lock at once: every pair
+/// of clients in their critical sections, with the conditions under which
+/// each still believes (a client that knows its validity believes only
+/// while its clock reads below the validity's end; any other, as long as it
+/// is in its critical section).
+fn believers(m: &LockModel, w: &World) -> Vec<Vec<Below>> {
+    let holders: Vec<u8> = (0..w.clients.len() as u8)
+        .filter(|c| w.clients[*c as usize].holds())
+        .collect();
+    let mut ways = Vec::new();
+    for (i, a) in holders.iter().enumerate() {
+        for b in &holders[i + 1..] {
+            let way: Vec<Below> = [a, b]
+                .iter()
+                .filter_map(|c| m.proto.validity(m, w, **c))
+                .collect();
+            if way.is_empty() {
+                // Violated whatever the clocks read: no need for the rest.
+                return vec![way];
+            }
+            ways.push(way);
+        }
+    }
+    ways
+}
+
+/// Whether some valuation of `zone` meets every condition of `way`.
+fn zone_meets(zone: &Dbm, way: &[Below]) -> bool {
+    if way.is_empty() {
+        return !zone.is_empty();
+    }
+    let mut z = zone.clone();
+    way.iter()
+        .all(|b| z.constrain(b.clk.0 as usize, 0, Bound::lt(b.hi)))
+        && !z.is_empty()
 }
 
 /// A key with no expiry whose owner is alive but will never remove it: the

@@ -404,7 +404,7 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
 /// `inv` with real times.
 fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool {
     if path.is_empty() {
-        return !inv.holds(m, &m.init());
+        return !inv.holds_in(m, &m.zinit());
     }
     let mut s = m.zinit();
     for (a, answers) in path {
@@ -413,7 +413,7 @@ fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool {
             None => return false,
         }
     }
-    !inv.holds(m, &s.world) && m.times_for(path).is_some()
+    !inv.holds_in(m, &s) && m.times_for_violation(path, inv).is_some()
 }
 
 /// [`search`] without merging zones: every interleaving of independent
@@ -595,11 +595,11 @@ fn search_with(
     let used = |w: &World| -> u32 {
         total_budget - w.faults_left.0.iter().map(|b| *b as u32).sum::<u32>()
     };
-    let violated = |w: &World, pending: &[Invariant]| -> u32 {
+    let violated = |s: &ZState, pending: &[Invariant]| -> u32 {
         pending
             .iter()
             .enumerate()
-            .filter(|(_, inv)| !inv.holds(m, w))
+            .filter(|(_, inv)| !inv.holds_in(m, s))
             .fold(0, |acc, (i, _)| acc | 1 << i)
     };
 
@@ -611,7 +611,7 @@ fn search_with(
     seen.insert(ifp, iz, 0, 0);
     parent.push((ROOT, Link::NONE));
     for (i, inv) in pending.clone().iter().enumerate() {
-        if violated(&init.world, &pending) & (1 << i) != 0 {
+        if violated(&init, &pending) & (1 << i) != 0 {
             found.insert(*inv, 0);
         }
     }
@@ -645,7 +645,7 @@ fn search_with(
                     if seen.covers(fp, &zone) || !local.insert(fp, zone.clone(), 0, 0) {
                         continue;
                     }
-                    let violates = violated(&succ.next.world, pending);
+                    let violates = violated(&succ.next, pending);
                     out.push(Found {
                         from: lo + k,
                         step: Link::new(succ.action, &succ.answers),

@@ -17,7 +17,7 @@ use crate::params::{Params, TIME_MEANING};
 use crate::protocols;
 use crate::search::PathStep;
 use crate::view::{Clocks, message, participants, view};
-use crate::world::{Log, World};
+use crate::world::Log;
 use locklab_traces::{Config, Event, EventKind, SCHEMA_VERSION, Step, Trace};
 use std::collections::BTreeMap;
 
@@ -162,7 +162,7 @@ pub fn build(
     engine: &str,
     seed: Option<u64>,
 ) -> Result<Trace, ReplayError> {
-    let times = m.times_for(path).ok_or_else(|| {
+    let times = m.times_for_violation(path, inv).ok_or_else(|| {
         err(
             None,
             "no real-valued times realise this path (an engine bug: please report it)",
@@ -256,10 +256,10 @@ pub fn build_answered(
         let violations: Vec<String> = m
             .properties
             .iter()
-            .filter(|p| !p.holds(m, &s.world))
+            .filter(|p| !p.holds_at(m, &s))
             .map(|p| p.name().to_string())
             .collect();
-        if first_violation.is_none() && !inv.holds(m, &s.world) {
+        if first_violation.is_none() && !inv.holds_at(m, &s) {
             first_violation = Some(index);
         }
         steps.push(Step {
@@ -344,7 +344,7 @@ pub fn actions(t: &Trace) -> Result<Vec<(Action, Rational)>, ReplayError> {
 /// deadline, guard and expiry with exact arithmetic), and requires every
 /// recorded state, the violation step and the final violation to match the
 /// model exactly. Returns the model and the final world.
-pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
+pub fn validate(t: &Trace) -> Result<(LockModel, CState), ReplayError> {
     let m = model_from_config(&t.config).map_err(|e| err(None, e))?;
     let inv = Invariant::from_name(&t.invariant).ok_or_else(|| {
         err(
@@ -388,7 +388,7 @@ pub fn validate(t: &Trace) -> Result<(LockModel, World), ReplayError> {
             .map_err(|e| err(None, e.0))?
             .0;
     }
-    Ok((m, s.world))
+    Ok((m, s))
 }
 
 /// The answers a trace records for each step's timing questions (empty

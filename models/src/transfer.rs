@@ -126,7 +126,7 @@ pub fn transfer(
     let mut broken_at = None;
     let mut parted_at = None;
     let mut push = |steps: &mut Vec<Mapped>, s: &CState, source: Option<usize>, action: Action| {
-        let broken = !inv.holds(target, &s.world);
+        let broken = !inv.holds_at(target, s);
         if broken && broken_at.is_none() {
             broken_at = Some(steps.len());
         }

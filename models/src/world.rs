@@ -850,9 +850,7 @@ pub enum Writer {
 
 /// Facts about transitions that invariants need: recorded in the state so
 /// that the state where they become true ends a counterexample.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Ghost {
     /// First time a client deleted or re-timed a lock entry another client
     /// owned: (the client, the owner, what it did).
@@ -865,6 +863,33 @@ pub struct Ghost {
     /// An operation's write took effect a second time (`no_duplicate_effect`).
     #[serde(default)]
     pub duplicated: bool,
+    /// First client that wrote to the resource after its own clock said its
+    /// validity had run out (`within_validity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_write: Option<u8>,
+}
+
+/// Hashed as the derived impl hashed it before `late_write` existed, and
+/// `late_write` only when set, so the fingerprints (and with them the
+/// symmetry representatives and the zone counts) of every state without a
+/// late write stay what they were.
+impl std::hash::Hash for Ghost {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let Ghost {
+            foreign,
+            last_token,
+            token_regressed,
+            duplicated,
+            late_write,
+        } = self;
+        foreign.hash(h);
+        last_token.hash(h);
+        token_regressed.hash(h);
+        duplicated.hash(h);
+        if late_write.is_some() {
+            late_write.hash(h);
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -673,3 +673,70 @@ fn a_task_handed_redisson_s_lock_cannot_release_it_and_the_watchdog_renews_an_or
     let string = model_with("watchdog", &[], |p| p.handoff = Handoff::Transfer);
     holds(&string, NoOrphanLock);
 }
+
+#[test]
+fn a_redlock_client_believes_only_while_its_own_clock_says_its_validity_lasts() {
+    // A pause in the critical section (Kleppmann): the keys expire and the
+    // other client wins them. Read on its own clock, the paused client's
+    // validity ended before its keys did, so the two beliefs never
+    // overlap; what breaks is the write after its last check, past its
+    // validity, and the update it loses.
+    let m = one_instance(ClientPreset::Page, &[Pause], |_| {});
+    let r = check(&m, &[MutualExclusion, WithinValidity, NoLostUpdate]);
+    assert!(
+        r.exhaustive(),
+        "mutual_exclusion holds only after every state"
+    );
+    assert!(!r.violations.contains_key(&MutualExclusion));
+    assert!(r.acquired, "mutual_exclusion was exercised");
+    let late = &r.violations[&WithinValidity];
+    let ws = worlds(&m, late);
+    let last = ws.last().expect("a last world");
+    let c = last.ghost.late_write.expect("the ghost names the writer") as usize;
+    assert!(
+        acts(late)
+            .iter()
+            .any(|a| matches!(a, Action::Pause { client } if *client as usize == c)),
+        "the late writer was paused"
+    );
+    assert!(r.violations.contains_key(&NoLostUpdate));
+
+    // Without the check the client has no reading of its validity: it
+    // believes for as long as it is in its critical section, and the
+    // pause breaks mutual_exclusion; within_validity says nothing of it.
+    let blind = one_instance(ClientPreset::Page, &[Pause], |p| p.validity_check = false);
+    violated(&blind, MutualExclusion);
+    assert!(!WithinValidity.applies(&blind));
+}
+
+#[test]
+fn a_backward_clock_jump_keeps_a_validity_alive_after_its_keys_died() {
+    // The clock-jump counterexample of mutual_exclusion ends at a moment
+    // when both clients are within their validity by their own clocks:
+    // the trace builder solves for it and the replayed state shows it.
+    let m = one_instance(ClientPreset::Page, &[ClockJump], |_| {});
+    let r = check(&m, &[MutualExclusion]);
+    let path = &r.violations[&MutualExclusion];
+    let t = locklab_models::trace::build(&m, path, MutualExclusion, "check", None)
+        .expect("the trace replays");
+    assert_eq!(t.violation_step, t.steps.len());
+    let (m2, s) = locklab_models::trace::validate(&t).expect("validates");
+    assert!(!MutualExclusion.holds_at(&m2, &s));
+    // Both believers read their T1 clock below the validity's end.
+    let ways = MutualExclusion.violations(&m2, &s.world);
+    assert!(
+        ways.iter().any(|w| w.len() == 2),
+        "both clients read their validity"
+    );
+    for b in ways.iter().flatten() {
+        assert!(s.read(b.clk, s.now) < locklab_models::engine::solve::Rational::integer(b.hi));
+    }
+    // The same worlds, with time run past the validity's end: no longer a
+    // violation, although both clients are still in their critical
+    // sections.
+    let later = locklab_models::engine::concrete::CState {
+        now: s.now + locklab_models::engine::solve::Rational::integer(m2.params.ttl),
+        ..s.clone()
+    };
+    assert!(MutualExclusion.holds_at(&m2, &later));
+}

@@ -30,8 +30,8 @@ fn a_trace_reads_back_to_the_same_steps_and_validates() {
         _ => panic!("not a trace"),
     };
     assert_eq!(back, t);
-    let (_, w) = trace::validate(&back).expect("validates");
-    assert!(!MutualExclusion.holds(&trace::model_from_config(&back.config).unwrap(), &w));
+    let (m, s) = trace::validate(&back).expect("validates");
+    assert!(!MutualExclusion.holds_at(&m, &s));
 }
 
 #[test]

@@ -1472,6 +1472,13 @@ impl Driver<'_> {
                 );
                 false
             }
+            Invariant::WithinValidity => {
+                lines.push(format!(
+                    "{} (a consensus lock tells its client no validity to act within)",
+                    inv.explain(self.m, w)
+                ));
+                false
+            }
             Invariant::NoDuplicateEffect => {
                 lines.push(
                     "the resource is the driver's (the model's): a write delivered twice took effect twice"

@@ -1480,6 +1480,23 @@ impl Driver<'_> {
                 );
                 false
             }
+            Invariant::WithinValidity => {
+                // The validity is read on the client's clock, which is the
+                // driver's; what real Redis shows is whether the write went
+                // out with the lock still granted.
+                lines.push(format!(
+                    "the client's clock is the driver's (the model's): {}",
+                    inv.explain(self.m, w)
+                ));
+                let late = w.ghost.late_write;
+                let wrote = self.ev.writes.iter().any(|(_, c, _)| Some(*c) == late);
+                lines.push(if wrote {
+                    "the driver sent that write to the resource".to_string()
+                } else {
+                    "the driver sent no write for it".to_string()
+                });
+                wrote
+            }
             Invariant::NoDuplicateEffect => {
                 lines.push(
                     "the resource is the driver's (the model's): a write delivered twice took effect twice"

@@ -744,7 +744,7 @@ impl<'p> Runner<'p> {
         for (i, inv) in Invariant::ALL.into_iter().enumerate() {
             if self.plan.applies[i]
                 && self.out.broke[i].is_none()
-                && !inv.holds(&self.plan.m, &self.s.world)
+                && !inv.holds_at(&self.plan.m, &self.s)
             {
                 self.out.broke[i] = Some(Break {
                     acquisitions: self.out.acquisitions,

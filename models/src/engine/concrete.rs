@@ -177,6 +177,28 @@ impl LockModel {
         self.times_with_margin(path, 0)
     }
 
+    /// Like [`LockModel::times_for`], for a path whose last state violates
+    /// `inv`: the last step also happens at a moment when the clocks meet
+    /// one of the ways of violating it (a client's own clock still says its
+    /// validity lasts). The ways are tried in order; `None` if none can be
+    /// met.
+    pub fn times_for_violation(
+        &self,
+        path: &[(Action, Vec<bool>)],
+        inv: crate::invariants::Invariant,
+    ) -> Option<Vec<Rational>> {
+        let (cs, w, born) = self.constraints(path, 0)?;
+        let k = path.len();
+        inv.violations(self, &w).iter().find_map(|way| {
+            let mut cs = cs.clone();
+            cs.extend(
+                way.iter()
+                    .map(|b| Diff::lt(k, born[b.clk.0 as usize], b.hi)),
+            );
+            solve::earliest(k + 1, &cs)
+        })
+    }
+
     /// Like [`LockModel::times_for`], but every timing question must be
     /// decided by at least `margin` µs (a "yes" to `clock ≤ b` needs the
     /// clock at most `b − margin`, a "no" at least `b + margin`): the
@@ -188,6 +210,19 @@ impl LockModel {
         path: &[(Action, Vec<bool>)],
         margin: Micros,
     ) -> Option<Vec<Rational>> {
+        let (cs, _, _) = self.constraints(path, margin)?;
+        solve::earliest(path.len() + 1, &cs)
+    }
+
+    /// The difference constraints over event times that `path` (with
+    /// `margin`, see [`LockModel::times_with_margin`]) imposes, the last
+    /// world, and the event at which each of its clocks was armed.
+    #[allow(clippy::type_complexity)]
+    fn constraints(
+        &self,
+        path: &[(Action, Vec<bool>)],
+        margin: Micros,
+    ) -> Option<(Vec<Diff>, World, Vec<usize>)> {
         // Event 0 is time 0; step k happens at event k. born[c] = the event
         // at which clock c was armed.
         let mut w = self.init();
@@ -244,7 +279,7 @@ impl LockModel {
         for (c, hi) in &inv {
             cs.push(Diff::le(k, born[c.0 as usize], *hi));
         }
-        solve::earliest(path.len() + 1, &cs)
+        Some((cs, w, born))
     }
 
     /// The event at which clock `c` (a handle of a step in progress, maybe

@@ -179,6 +179,24 @@ pub trait Protocol: Send + Sync {
     fn check_before_write(&self, x: &mut Ctx, c: u8) {
         crate::resource::write(x, c);
     }
+    /// For a client in its critical section that knows how long its lock is
+    /// valid (Redlock's validity check), the clock condition under which its
+    /// own clock still says it is. `None`: the client believes it holds for
+    /// as long as it is in its critical section.
+    fn validity(
+        &self,
+        _m: &crate::model::LockModel,
+        _w: &crate::world::World,
+        _c: u8,
+    ) -> Option<crate::invariants::Below> {
+        None
+    }
+    /// Client `c` writes: does its own clock still say its validity lasts?
+    /// A timing question, for the `within_validity` ghost. `None`: the
+    /// client does not know its validity.
+    fn still_valid(&self, _x: &mut Ctx, _c: u8) -> Option<bool> {
+        None
+    }
     /// The renewal timer fired.
     fn on_watchdog(&self, x: &mut Ctx, c: u8) {
         match self.renewal() {

@@ -27,6 +27,7 @@ use crate::client::{Ctx, arrived, ignore, take_replies};
 use crate::ev;
 use crate::faults::FaultKind;
 use crate::presets::{Decide, LockValue, Release, Requests, UnlockOnFailure};
+use crate::time::{Clk, Micros};
 use crate::world::{Chan, Cmd, Node, Phase, Reply, Vote, World};
 use locklab_traces::EventKind;
 
@@ -160,6 +161,20 @@ fn settled(m: &crate::model::LockModel, votes: &[Vote]) -> bool {
     }
 }
 
+/// The validity's end as client `c`'s clock measures it: the real time
+/// since T1 below which its clock can still say validity > 0, and the
+/// nominal bound with its band. `None` before T1.
+fn validity_end(
+    m: &crate::model::LockModel,
+    w: &World,
+    c: u8,
+) -> Option<(Clk, Micros, (Micros, Micros))> {
+    let cl = &w.clients[c as usize];
+    let t1 = cl.t1?;
+    let bound = m.params.ttl - m.params.drift_allowance() - cl.t1_shift;
+    Some((t1, bound, m.params.band(bound)))
+}
+
 /// Is the validity still positive by client `c`'s own clock? validity =
 /// TTL − elapsed − drift > 0, elapsed measured since T1 on its wall clock
 /// (so shifted by any jump of that clock since), that is: the real time
@@ -167,10 +182,9 @@ fn settled(m: &crate::model::LockModel, votes: &[Vote]) -> bool {
 /// drift of its rate widens the answer's band; a monotonic clock drifts
 /// too).
 fn valid(x: &mut Ctx, c: u8) -> bool {
-    let cl = &x.w.clients[c as usize];
-    let Some(t1) = cl.t1 else { return false };
-    let bound = x.m.params.ttl - x.m.params.drift_allowance() - cl.t1_shift;
-    let band = x.m.params.band(bound);
+    let Some((t1, bound, band)) = validity_end(x.m, x.w, c) else {
+        return false;
+    };
     x.t.ask_band(t1, bound, band, true)
 }
 
@@ -277,6 +291,21 @@ impl Protocol for Redlock {
     }
     fn checks_validity(&self) -> bool {
         true
+    }
+    fn validity(
+        &self,
+        m: &crate::model::LockModel,
+        w: &World,
+        c: u8,
+    ) -> Option<crate::invariants::Below> {
+        if !m.params.validity_check {
+            return None;
+        }
+        // Its clock may say "still valid" up to the top of the band.
+        validity_end(m, w, c).map(|(clk, _, (_, hi))| crate::invariants::Below { clk, hi })
+    }
+    fn still_valid(&self, x: &mut Ctx, c: u8) -> Option<bool> {
+        x.m.params.validity_check.then(|| valid(x, c))
     }
     fn gathers_replies(&self) -> bool {
         true
