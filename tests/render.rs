@@ -485,14 +485,14 @@ fn every_fault_kind_is_drawn_and_told() {
 #[test]
 fn believed_lease_is_drawn() {
     // Redlock on two instances, a pause between the validity check and
-    // the write: the holder's validity by its own clock is drawn where the
-    // trace records one, and its end before the late write.
+    // the write, and the update it loses: the holder's validity by its own
+    // clock is drawn where the trace records one, and its end.
     let t = shortest(
         &model("redlock", &[FaultKind::Pause], |p| {
             p.instances = 2;
             p.quorum = 2;
         }),
-        Invariant::WithinValidity,
+        Invariant::NoLostUpdate,
     );
     let svg = Format::Svg.render(&t, false);
     // validity = TTL − drift allowance − elapsed = 30 s − (int(30000 ×
