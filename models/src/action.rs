@@ -14,6 +14,9 @@ pub enum Action {
     Step { client: u8 },
     /// A client's watchdog (or heartbeat) takes its next step.
     Watchdog { client: u8 },
+    /// A client that gathers replies reads them all: the last awaited one
+    /// has arrived (each arrives unseen within its latency).
+    Gather { client: u8 },
     /// A message in flight arrives and is handled.
     Deliver { msg: Msg },
     /// A replica applies the next write of primary `server`'s stream.

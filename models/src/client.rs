@@ -555,9 +555,137 @@ pub fn cancel_watchdog(x: &mut Ctx, c: u8) {
     );
 }
 
+/// Replies on their way to client `c` on its business connection that have
+/// been sent (not held back by `WAIT`) and not yet marked arrived.
+fn on_the_way(w: &World, c: u8) -> impl Iterator<Item = &Msg> {
+    w.net.iter().filter(move |m| {
+        m.to == Node::Client(c) && m.chan == Chan::Main && !m.arrived && m.repl_wait == 0
+    })
+}
+
+fn mark_arrived(w: &mut World, msg: &Msg) {
+    if let Some(m) = w.net.iter_mut().find(|m| **m == *msg) {
+        m.arrived = true;
+        m.held = false;
+        m.late = false;
+        m.clk = crate::time::Clk(0);
+    }
+}
+
+/// Folded replies (see `LockModel::folds`). A Redlock client that waits for
+/// every instance reads its replies together; when each of them reached
+/// its socket is invisible until then. So a reply on its way to it has no
+/// arrival step: it arrives unseen, some time between `latency_min` and
+/// `latency_max` after it was sent, and the read asks which have. Once
+/// every awaited reply has been sent, the client's `gather` wait runs on
+/// the last one's clock: the last arrival is at most `latency_max` after
+/// the last send, every earlier reply is in by then, and the read follows
+/// within a step (exact: the other replies' arrival times constrain
+/// nothing the read does not already imply). Without folding, the five
+/// arrivals of a round would be five steps whose every real-time order is
+/// a zone of its own.
+///
+/// Called after every step: arms the read when the step sent the last
+/// awaited reply, drops it when a reply it waited for is gone, and ends
+/// a round's unfolding once its replies are all read.
+pub fn settle_gather(x: &mut Ctx) {
+    for c in 0..x.w.clients.len() as u8 {
+        let ci = c as usize;
+        let me = Node::Client(c);
+        if x.w.clients[ci].unfolded && !x.w.net.iter().any(|m| m.to == me && m.chan == Chan::Main) {
+            x.w.clients[ci].unfolded = false;
+        }
+        let cl = &x.w.clients[ci];
+        let mut pending = cl
+            .votes
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| **v == crate::world::Vote::Pending)
+            .map(|(s, _)| s as u8)
+            .peekable();
+        let complete = cl.alive
+            && !cl.unfolded
+            && pending.peek().is_some()
+            && pending.all(|s| on_the_way(x.w, c).any(|m| m.from == Node::Redis(s)));
+        match (complete, cl.gather) {
+            (true, None) => {
+                // The step that sent the last awaited reply armed its clock.
+                let base = x.t.base();
+                let last = on_the_way(x.w, c)
+                    .find(|m| m.clk.0 as usize > base)
+                    .map(|m| m.clk);
+                match last {
+                    Some(clk) => {
+                        x.w.clients[ci].gather = Some(crate::world::Wait {
+                            kind: WaitKind::Gather,
+                            late: false,
+                            clk,
+                        });
+                    }
+                    None => {
+                        debug_assert!(false, "a round's replies completed without a send");
+                        unfold(x, c, None);
+                    }
+                }
+            }
+            (false, Some(_)) => x.w.clients[ci].gather = None,
+            _ => {}
+        }
+    }
+}
+
+/// Client `c`'s read of its replies, when the last awaited one has
+/// arrived (the `gather` wait's guard): every reply on its way is in.
+pub fn gather_read(x: &mut Ctx, c: u8) {
+    x.w.clients[c as usize].gather = None;
+    let all: Vec<Msg> = on_the_way(x.w, c).copied().collect();
+    for msg in &all {
+        mark_arrived(x.w, msg);
+    }
+    x.w.net.sort();
+    x.m.proto.gather(x, c);
+}
+
+/// A fault strikes `hit`, a folded reply to client `c`: from now on this
+/// round's replies arrive by steps of their own, as other messages do, so
+/// that a held reply's arrival is a step the read can follow. Each other
+/// folded reply is either in already (its latency is over) or still on its
+/// way with the rest of its window.
+pub fn unfold(x: &mut Ctx, c: u8, hit: Option<&Msg>) {
+    let cl = &mut x.w.clients[c as usize];
+    cl.unfolded = true;
+    cl.gather = None;
+    let lmax = x.m.params.latency_max;
+    let others: Vec<Msg> = on_the_way(x.w, c)
+        .filter(|m| Some(*m) != hit)
+        .copied()
+        .collect();
+    for msg in &others {
+        if !x.t.ask(msg.clk, lmax, false) {
+            mark_arrived(x.w, msg);
+        }
+    }
+    x.w.net.sort();
+}
+
 /// Takes every reply that has arrived for gathering client `c` out of the
-/// network, as (server, reply) pairs.
+/// network, as (server, reply) pairs. A folded reply (see
+/// [`settle_gather`]) may have arrived from `latency_min` after it was sent
+/// and has by `latency_max`: in between, both are explored.
 pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
+    if x.m.folds() && !x.w.clients[c as usize].unfolded {
+        let p = &x.m.params;
+        let (lo, hi) = (p.latency_min, p.latency_max);
+        let folded: Vec<Msg> = on_the_way(x.w, c).copied().collect();
+        for msg in &folded {
+            // "Still on its way?" Possible while it reads below `hi`; "in"
+            // possible once it reads `lo`.
+            if !x.t.ask_band(msg.clk, hi, (lo, hi), true) {
+                mark_arrived(x.w, msg);
+            }
+        }
+        x.w.net.sort();
+    }
     let me = Node::Client(c);
     let mut got = Vec::new();
     x.w.net.retain(|m| {

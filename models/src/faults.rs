@@ -325,6 +325,16 @@ pub fn apply(x: &mut Ctx, a: &Action) -> bool {
     if let Some(k) = kind_of(a) {
         x.w.faults_left.take(k);
     }
+    // A folded reply (`client::settle_gather`) can be lost or held only
+    // while it is still on its way; after that, its round's replies arrive
+    // by steps of their own.
+    if let Action::Drop { msg } | Action::Delay { msg } = a
+        && x.m.folded(x.w, msg)
+        && let Node::Client(c) = msg.to
+    {
+        x.t.require(msg.clk, x.m.params.latency_max);
+        crate::client::unfold(x, c, Some(msg));
+    }
     match *a {
         Action::Resume { client } => crate::model::resume(x, client),
         Action::Pause { client } => {

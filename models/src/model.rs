@@ -167,6 +167,9 @@ impl LockModel {
             // period at a phase nothing ties to the clients', so anywhere
             // from at once to a whole period (on its clock) and a step.
             WaitKind::Reconcile => (0, timer(p.reconcile.unwrap_or(0)).1),
+            // The last awaited reply arrives a latency after it was sent;
+            // the client reads them all within a step of that.
+            WaitKind::Gather => (p.latency_min, Some(p.latency_max + p.step)),
         };
         Window { lo, hi }
     }
@@ -184,6 +187,25 @@ impl LockModel {
     /// (its arrival is one step, its reading another).
     fn buffered(&self, msg: &Msg) -> bool {
         matches!(msg.to, Node::Client(_)) && self.proto.gathers_replies() && msg.chan == Chan::Main
+    }
+
+    /// Whether this model's gathering clients read their replies
+    /// without a step per arrival (`client::settle_gather`): Redlock
+    /// clients that wait for every instance (`--decide all-replies`). A
+    /// client that decides on the first quorum acts on an arrival, so each
+    /// one stays a step.
+    pub fn folds(&self) -> bool {
+        self.proto.gathers_replies() && self.params.decide == crate::presets::Decide::AllReplies
+    }
+
+    /// A reply on its way to a folding client (see [`LockModel::folds`]):
+    /// it arrives unseen, some time within its latency, and its client's
+    /// read decides whether it is there yet. No step of its own.
+    pub fn folded(&self, w: &World, msg: &Msg) -> bool {
+        self.buffered(msg)
+            && !msg.arrived
+            && self.folds()
+            && matches!(msg.to, Node::Client(c) if !w.clients[c as usize].unfolded)
     }
 
     /// The window of a message in flight.
@@ -213,7 +235,11 @@ impl LockModel {
 
     /// Whether `msg` can arrive now (as far as the discrete state says).
     pub fn deliverable(&self, w: &World, msg: &Msg) -> bool {
-        if msg.arrived || msg.repl_wait > 0 || (self.fifo() && !w.is_head(msg)) {
+        if msg.arrived
+            || msg.repl_wait > 0
+            || (self.fifo() && !w.is_head(msg))
+            || self.folded(w, msg)
+        {
             return false;
         }
         match msg.to {
@@ -240,6 +266,16 @@ impl LockModel {
                 out.push(Enabled {
                     action: Action::Step { client: i as u8 },
                     guard: Some((wait.clk, self.wait_window(&wait).lo)),
+                });
+            }
+        }
+        for (i, c) in w.clients.iter().enumerate() {
+            if c.runs()
+                && let Some(g) = c.gather
+            {
+                out.push(Enabled {
+                    action: Action::Gather { client: i as u8 },
+                    guard: Some((g.clk, self.wait_window(&g).lo)),
                 });
             }
         }
@@ -348,6 +384,12 @@ impl LockModel {
                     {
                         out.push((wd.wait.clk, hi));
                     }
+                    if c.runs()
+                        && let Some(g) = c.gather
+                        && let Some(hi) = self.wait_window(&g).hi
+                    {
+                        out.push((g.clk, hi));
+                    }
                 }
             }
         }
@@ -445,6 +487,7 @@ impl LockModel {
         match *a {
             Action::Step { client } => client::step(x, client),
             Action::Watchdog { client } => client::watchdog(x, client),
+            Action::Gather { client } => client::gather_read(x, client),
             Action::Deliver { msg } => {
                 if self.buffered(&msg) {
                     if let Node::Client(c) = msg.to {
@@ -472,13 +515,18 @@ impl LockModel {
                 faults::apply(x, a);
             }
         }
+        if self.folds() {
+            client::settle_gather(x);
+        }
         crate::resource::note_damage(x);
     }
 
     /// Name of the participant an action belongs to, for traces.
     pub fn actor(&self, w: &World, a: &Action) -> String {
         match *a {
-            Action::Step { client } | Action::Watchdog { client } => w.client_name(client),
+            Action::Step { client } | Action::Watchdog { client } | Action::Gather { client } => {
+                w.client_name(client)
+            }
             Action::Deliver { msg } => w.node_name(msg.to),
             Action::Replicate { server } => {
                 let r = w
@@ -553,11 +601,25 @@ pub fn resume(x: &mut Ctx, c: u8) {
             ..d.wait
         };
     }
+    // The read of folded replies: due within a step of the resume if the
+    // last reply came in while the client was frozen.
+    if let Some(g) = x.w.clients[ci].gather
+        && let Some(end) = x.m.wait_event_end(&g)
+        && let Some(clk) = catch_up(x, g.clk, end)
+    {
+        x.w.clients[ci].gather = Some(Wait {
+            late: true,
+            clk,
+            ..g
+        });
+    }
+    // Replies reach the socket while the process is frozen; a folded one
+    // keeps its own clock, read when the client reads its replies.
     let me = Node::Client(c);
     let waiting: Vec<Msg> =
         x.w.net
             .iter()
-            .filter(|m| m.to == me && !m.held && !m.arrived)
+            .filter(|m| m.to == me && !m.held && !m.arrived && !x.m.folded(x.w, m))
             .copied()
             .collect();
     for msg in waiting {

@@ -64,6 +64,9 @@ pub struct Ask {
     pub hi: Micros,
     pub strict: bool,
     pub yes: bool,
+    /// A condition of the step rather than a question: only "yes" is
+    /// possible (`TimeCtx::require`), so the engines never try "no".
+    pub forced: bool,
 }
 
 impl Ask {
@@ -164,8 +167,25 @@ impl<'a> TimeCtx<'a> {
             hi: band.1,
             strict,
             yes,
+            forced: false,
         });
         yes
+    }
+
+    /// A condition the step needs: `clk` reads at most `bound` now. Unlike
+    /// [`TimeCtx::ask`], "no" is never explored: where the zone cannot meet
+    /// the condition, the step is not possible (the zone engine drops that
+    /// successor; the concrete engine rejects a time that breaks it).
+    pub fn require(&mut self, clk: Clk, bound: Micros) {
+        self.asks.push(Ask {
+            clk,
+            bound,
+            lo: bound,
+            hi: bound,
+            strict: false,
+            yes: true,
+            forced: true,
+        });
     }
 
     /// For an event's text: how the last question's answer came about when

@@ -52,6 +52,7 @@ pub fn action_text(a: &Action) -> String {
     match a {
         Action::Step { client } => format!("c{} steps", client + 1),
         Action::Watchdog { client } => format!("c{} watchdog fires", client + 1),
+        Action::Gather { client } => format!("c{} reads its replies", client + 1),
         Action::Deliver { msg } => {
             format!("deliver {:?} -> {:?}: {:?}", msg.from, msg.to, msg.body)
         }

@@ -535,6 +535,10 @@ pub enum WaitKind {
     Renewal,
     /// Reconciler: the next run, `--reconcile` after the last.
     Reconcile,
+    /// A Redlock client's every awaited reply has been sent: it reads them
+    /// once the last has arrived (a latency after its send) and within a
+    /// step after that. The clock is the last reply's own.
+    Gather,
 }
 
 /// A pending step of a thread.
@@ -635,6 +639,16 @@ pub struct Client {
     /// several replies: its round's command follows from its phase).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<Cmd>,
+    /// A client that gathers replies (Redlock, `--decide all-replies`):
+    /// the read of its replies, once every awaited one has been sent (see
+    /// `client::settle_gather`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gather: Option<Wait>,
+    /// This round's replies arrive by steps of their own, as other
+    /// messages do (a fault struck one of them), instead of unseen within
+    /// their latency (see `client::unfold`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unfolded: bool,
 }
 
 // `Val`, `Watchdog` and `Client` hash as the derived `Hash` would, field by
@@ -720,6 +734,8 @@ impl std::hash::Hash for Client {
             reentered,
             resent,
             request,
+            gather,
+            unfolded,
         } = self;
         alive.hash(h);
         paused.hash(h);
@@ -741,6 +757,10 @@ impl std::hash::Hash for Client {
         if *resent != 0 || request.is_some() {
             resent.hash(h);
             request.hash(h);
+        }
+        if gather.is_some() || *unfolded {
+            gather.hash(h);
+            unfolded.hash(h);
         }
     }
 }
@@ -770,6 +790,8 @@ impl Client {
             reentered: false,
             resent: 0,
             request: None,
+            gather: None,
+            unfolded: false,
         }
     }
 
@@ -1205,6 +1227,9 @@ impl World {
             }
             if let Some(wd) = &mut cl.wd {
                 f(&mut wd.wait.clk, ClockRole::Wait(wd.wait.kind));
+            }
+            if let Some(g) = &mut cl.gather {
+                f(&mut g.clk, ClockRole::Wait(g.kind));
             }
             if let Some(t) = &mut cl.t1 {
                 f(t, ClockRole::T1);

@@ -924,6 +924,7 @@ impl Driver<'_> {
             Action::ComeUp { .. } => {}
             Action::Step { .. }
             | Action::Watchdog { .. }
+            | Action::Gather { .. }
             | Action::Slow { .. }
             | Action::SessionExpires { .. }
             | Action::Reap => {}

@@ -509,6 +509,7 @@ impl<'p> Runner<'p> {
                     self.cands.push((at.max(self.now), Cand::Step(e.action)));
                 }
                 Action::Replicate { .. }
+                | Action::Gather { .. }
                 | Action::ComeUp { .. }
                 | Action::SessionExpires { .. }
                 | Action::Reap
@@ -554,6 +555,9 @@ impl<'p> Runner<'p> {
                         }
                         WaitKind::Reply => born + par.timeout + self.react(),
                         WaitKind::Step => born + self.react(),
+                        // Not a thread's wait: `Action::Gather` is planned
+                        // with the model's other events.
+                        WaitKind::Gather => born + par.latency_max + self.react(),
                         WaitKind::Renewal => born + par.renew_every + self.react(),
                         WaitKind::Reconcile => born + par.reconcile.unwrap_or(0) + self.react(),
                         WaitKind::Work => {
@@ -614,6 +618,15 @@ impl<'p> Runner<'p> {
                         let par = &self.plan.m.params;
                         let d = self.rng.sample(&self.plan.latency);
                         born + d.clamp(par.latency_min, par.latency_max)
+                    }
+                    // The last awaited reply arrives after its latency,
+                    // and the client reads within a step. (A read forced
+                    // by the timeout takes a reply still inside its
+                    // latency as not yet there.)
+                    Action::Gather { .. } => {
+                        let par = &self.plan.m.params;
+                        let d = self.rng.sample(&self.plan.latency);
+                        born + d.clamp(par.latency_min, par.latency_max) + self.react()
                     }
                     Action::Writer { .. } => {
                         self.now + self.rng.exponential(self.plan.cfg.think as f64)

@@ -218,6 +218,9 @@ impl LockModel {
                 self.apply(&mut w, &e.action, &mut t, &mut Log::off());
                 let answers: Vec<bool> = t.asks.iter().map(|a| a.yes).collect();
                 for i in script.len()..answers.len() {
+                    if t.asks[i].forced {
+                        continue;
+                    }
                     let mut alt = answers[..i].to_vec();
                     alt.push(!answers[i]);
                     scripts.push_back(alt);
