@@ -1412,7 +1412,7 @@ fn a_clock_drift_past_what_redlocks_allowance_covers_loses_an_update() {
     let breaks = run("5049ppm");
     assert_eq!(breaks.status.code(), Some(1), "{}", common::stdout(&breaks));
     let out = common::stdout(&breaks);
-    assert!(out.contains("VIOLATED in 15 steps"), "{out}");
+    assert!(out.contains("VIOLATED in 13 steps"), "{out}");
     assert!(out.contains("(its clock runs fast)"), "{out}");
     assert!(out.contains("(its clock runs slow)"), "{out}");
 }
@@ -1958,10 +1958,10 @@ fn transport_retries_re_send_a_timed_out_request_on_a_new_connection() {
     ]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("VIOLATED in 20 steps"), "{out}");
+    assert!(out.contains("VIOLATED in 17 steps"), "{out}");
     assert!(out.contains("(transport retry 1 of 10)"), "{out}");
     assert!(
-        out.contains("(a stale request: c2 had closed this connection) (sent at step 8"),
+        out.contains("(a stale request: c2 had closed this connection) (sent at step 6"),
         "{out}"
     );
 

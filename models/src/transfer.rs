@@ -70,6 +70,15 @@ fn counterpart(w: &World, a: &Action) -> Option<Action> {
         Action::Delay { msg } => Action::Delay {
             msg: find_msg(&msg)?,
         },
+        // A client whose replies arrive by steps of their own reads them
+        // in its due step once they are in.
+        Action::Gather { client } if w.clients.get(client as usize)?.gather.is_none() => {
+            Action::Step { client }
+        }
+        // And one whose replies are folded reads them in its `Gather`.
+        Action::Step { client } if w.clients.get(client as usize)?.gather.is_some() => {
+            Action::Gather { client }
+        }
         other => other,
     })
 }
@@ -145,6 +154,15 @@ pub fn transfer(
     let mut shift = Rational::ZERO;
     'schedule: for (i, (a, source_at)) in path.iter().enumerate() {
         let index = i + 1;
+        // A reply's arrival that the target does not make a step (it folds
+        // it into its client's read, `client::settle_gather`): the reply
+        // arrives unseen, and the read comes with the source's read.
+        if let Action::Deliver { msg } = a
+            && let Some(x) = st.world.net.iter().find(|x| same_role(x, msg))
+            && target.folded(&st.world, x)
+        {
+            continue;
+        }
         let mut rounds = 0;
         loop {
             let at = &(*source_at + shift).max(st.now);

@@ -623,10 +623,18 @@ impl<'p> Runner<'p> {
                     // and the client reads within a step. (A read forced
                     // by the timeout takes a reply still inside its
                     // latency as not yet there.)
-                    Action::Gather { .. } => {
-                        let par = &self.plan.m.params;
-                        let d = self.rng.sample(&self.plan.latency);
-                        born + d.clamp(par.latency_min, par.latency_max) + self.react()
+                    Action::Gather { client } => {
+                        let late = self.s.world.clients[client as usize]
+                            .gather
+                            .is_some_and(|g| g.late);
+                        if late {
+                            // Caught up after a pause: within a step.
+                            born + self.react()
+                        } else {
+                            let par = &self.plan.m.params;
+                            let d = self.rng.sample(&self.plan.latency);
+                            born + d.clamp(par.latency_min, par.latency_max) + self.react()
+                        }
                     }
                     Action::Writer { .. } => {
                         self.now + self.rng.exponential(self.plan.cfg.think as f64)
@@ -730,9 +738,17 @@ impl<'p> Runner<'p> {
             let deliver = enabled
                 .iter()
                 .any(|e| e.action == Action::Deliver { msg: *msg });
-            // A deliverable message must arrive (or go) by its deadline.
+            // A deliverable message must arrive (or go) by its deadline; a
+            // folded reply (arriving unseen) can be struck only while it is
+            // still on its way.
+            let folded = p.m.folded(&self.s.world, msg);
+            if folded && self.now > born + par.latency_max {
+                continue;
+            }
             let hi = if deliver {
                 win.hi.map(|h| born + h)
+            } else if folded {
+                Some(born + par.latency_max)
             } else {
                 None
             };

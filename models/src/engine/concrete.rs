@@ -112,6 +112,16 @@ impl LockModel {
         let mut enabled = Vec::new();
         self.enabled(&s.world, &mut enabled);
         let Some(e) = enabled.iter().find(|e| e.action == *action) else {
+            if let Action::Deliver { msg } = action
+                && self.folded(&s.world, msg)
+            {
+                return Err(TimingError(
+                    "the step is not possible in this state: a Redlock client's replies no longer \
+                     arrive by steps of their own (they are read together); regenerate the trace \
+                     with this locklab"
+                        .into(),
+                ));
+            }
             return Err(TimingError("the step is not possible in this state".into()));
         };
         if let Some((c, lo)) = e.guard
