@@ -37,6 +37,12 @@ pub struct CheckArgs {
     /// Do not merge states that differ only by renaming clients or instances
     #[arg(long, help_heading = "Search")]
     pub no_symmetry: bool,
+    /// Give every reply to a Redlock client that waits for all instances an
+    /// arrival step of its own, instead of folding the arrivals into the
+    /// client's read (docs/model.md, "Folded reply arrivals"): the same
+    /// verdicts from more states; for comparing
+    #[arg(long, help_heading = "Search")]
+    pub no_fold: bool,
     /// Worker threads [default: one per core]; the result does not depend on it
     #[arg(long, value_name = "N", help_heading = "Search")]
     pub threads: Option<usize>,
@@ -433,6 +439,16 @@ pub fn limits(args: &CheckArgs) -> Result<Limits, Failure> {
     })
 }
 
+/// The model with the reductions `args` switch off (`--no-fold`).
+pub fn reductions(args: &CheckArgs, m: LockModel) -> LockModel {
+    if !args.no_fold {
+        return m;
+    }
+    let mut p = m.params.clone();
+    p.fold_replies = false;
+    LockModel::new(m.proto, p).expect("the model was valid, and folding changes no constraint")
+}
+
 /// The search options a check runs with.
 pub fn search_options(args: &CheckArgs, invariants: Vec<Invariant>) -> SearchOptions {
     SearchOptions {
@@ -596,6 +612,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         Some(model) => model.build()?,
         None => m,
     };
+    let m = reductions(args, m);
     let format = args.format.format();
     if args.out_dir.is_none()
         && !format.concatenates()

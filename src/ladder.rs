@@ -106,7 +106,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                     .is_some_and(|k| proto.faults().contains(&k))
             });
         }
-        let m = margs.build()?;
+        let m = crate::check::reductions(args, margs.build()?);
         let invariants: Vec<Invariant> = Invariant::ALL
             .into_iter()
             .filter(|i| i.applies(&m))

@@ -193,9 +193,12 @@ impl LockModel {
     /// without a step per arrival (`client::settle_gather`): Redlock
     /// clients that wait for every instance (`--decide all-replies`). A
     /// client that decides on the first quorum acts on an arrival, so each
-    /// one stays a step.
+    /// one stays a step. `--no-fold` ([`Params::fold_replies`]) turns the
+    /// reduction off.
     pub fn folds(&self) -> bool {
-        self.proto.gathers_replies() && self.params.decide == crate::presets::Decide::AllReplies
+        self.params.fold_replies
+            && self.proto.gathers_replies()
+            && self.params.decide == crate::presets::Decide::AllReplies
     }
 
     /// A reply on its way to a folding client (see [`LockModel::folds`]):

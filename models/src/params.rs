@@ -667,6 +667,13 @@ pub struct Params {
     /// [`Params::detection_bound`]).
     #[serde(default, skip_serializing_if = "is_default")]
     pub detect_within: Option<Micros>,
+    /// A checker reduction, not a behaviour: a Redlock client that waits
+    /// for every instance reads its replies in one `Gather` step, and
+    /// their arrivals are no steps of their own (docs/model.md, "Folded
+    /// reply arrivals"). `false` (`check --no-fold`) gives each arrival its
+    /// own step again: the same verdicts from more states, for comparing.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub fold_replies: bool,
 }
 
 impl Params {
@@ -736,6 +743,7 @@ impl Params {
             idempotent: false,
             reconcile: None,
             detect_within: None,
+            fold_replies: true,
         }
     }
 
