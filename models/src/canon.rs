@@ -13,9 +13,14 @@
 //! real path of the model (and stays shortest: renamed states are reached
 //! in the same number of steps).
 //!
-//! The representative: every renaming of up to four clients is tried, and
-//! the smallest fingerprint wins; instances are sorted by everything that
-//! concerns them, their clocks' bounds included. Ties among instances are
+//! The representative (canonical labelling, as in nauty's partition
+//! refinement, in its simplest form): clients are sorted by a signature
+//! that renaming cannot change ([`client_signature`]), and only the orders
+//! of clients whose signatures tie are tried, the smallest fingerprint
+//! winning; so a state whose clients all differ costs one renaming, not
+//! k!, and any number of clients is reduced. Instances are then sorted by
+//! everything that concerns them, their clocks' bounds included. Ties
+//! among instances, and clients tied beyond [`MAX_TIE_ORDERS`] orders, are
 //! kept in index order, which is sound (any renaming is) though not always
 //! canonical: some symmetric states may be stored twice.
 
@@ -27,32 +32,41 @@ use crate::search::Fingerprinter;
 use crate::world::{Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, Reply, Val, World};
 use std::hash::{Hash, Hasher};
 
-/// Precomputed renamings for one model.
+/// How one model's states are renamed.
 pub struct Canon {
-    client_perms: Vec<Vec<u8>>,
+    /// Clients are interchangeable (symmetry on, two or more clients).
+    clients: bool,
+    /// Instances are interchangeable (Redlock, symmetry on).
     instances: bool,
 }
 
-/// Up to this many clients every renaming is tried; above, clients are not
-/// reduced (still sound, just less merging).
-const FULL_CLIENT_SYMMETRY: usize = 4;
+/// At most this many client orders are tried for one state: the orders of
+/// clients whose signatures tie, in a fixed enumeration. Past it the rest
+/// are not tried, which is sound (any renaming is) but may store a
+/// symmetric state twice. 24 = every order of four twins.
+pub const MAX_TIE_ORDERS: usize = 24;
 
-fn permutations(n: usize) -> Vec<Vec<u8>> {
-    fn go(prefix: &mut Vec<u8>, rest: &mut Vec<u8>, out: &mut Vec<Vec<u8>>) {
-        if rest.is_empty() {
-            out.push(prefix.clone());
-            return;
-        }
-        for i in 0..rest.len() {
-            let x = rest.remove(i);
-            prefix.push(x);
-            go(prefix, rest, out);
-            prefix.pop();
-            rest.insert(i, x);
+/// The first `cap` orders of `0..k` (Heap's algorithm, identity first).
+fn orders(k: usize, cap: usize) -> Vec<Vec<usize>> {
+    let mut a: Vec<usize> = (0..k).collect();
+    let mut out = vec![a.clone()];
+    let mut c = vec![0usize; k];
+    let mut i = 1;
+    while i < k && out.len() < cap {
+        if c[i] < i {
+            if i % 2 == 0 {
+                a.swap(0, i);
+            } else {
+                a.swap(c[i], i);
+            }
+            out.push(a.clone());
+            c[i] += 1;
+            i = 1;
+        } else {
+            c[i] = 0;
+            i += 1;
         }
     }
-    let mut out = Vec::new();
-    go(&mut Vec::new(), &mut (0..n as u8).collect(), &mut out);
     out
 }
 
@@ -63,24 +77,188 @@ pub fn fingerprint(s: &ZState) -> u64 {
     h.finish()
 }
 
+/// `v` as client `me` sees it: its own value or another's (renaming the
+/// other clients cannot change it).
+fn own(v: Val, me: u8) -> Val {
+    Val {
+        client: (v.client != me) as u8,
+        ..v
+    }
+}
+
+/// Everything about client `me` that renaming clients or instances cannot
+/// change, and no clock: its own state with its clocks blanked and values
+/// reduced to its own or another's, its votes as a multiset, the keys and
+/// replicated writes that hold its value, its session and lock entries on
+/// the consensus service, the ghost's record of it, and the messages it
+/// sends, receives or whose value is its own (ids and clocks blanked).
+///
+/// Clocks stay out on purpose: a world carries many zones, and a signature
+/// that read their bounds would lay out one world's zones in different
+/// client orders, so that zones which include one another would no longer
+/// compare (measured: 35–200 % more zones).
+pub fn client_signature(w: &World, me: u8) -> u64 {
+    let mut h = Fingerprinter::new();
+    let blank = Clk(0);
+    let mut c = w.clients[me as usize].clone();
+    if let Some(p) = &mut c.paused {
+        *p = blank;
+    }
+    for wait in [&mut c.wait, &mut c.gather].into_iter().flatten() {
+        wait.clk = blank;
+    }
+    if let Some(wd) = &mut c.wd {
+        wd.wait.clk = blank;
+        wd.val = own(wd.val, me);
+    }
+    if let Some(t) = &mut c.t1 {
+        *t = blank;
+    }
+    if let Some(v) = c.request.as_mut().and_then(|r| r.val_mut()) {
+        *v = own(*v, me);
+    }
+    c.votes.sort_unstable();
+    c.hash(&mut h);
+    let mine = |v: Option<Val>| v.is_some_and(|v| v.client == me);
+    let mut keys: Vec<u64> = Vec::new();
+    for n in &w.redis {
+        let mut kh = Fingerprinter::new();
+        if let Some(e) = n.lock.filter(|e| e.val.client == me) {
+            (0u8, own(e.val, me), e.holds, e.exp.ttl, e.exp.shift).hash(&mut kh);
+            keys.push(kh.finish());
+        }
+        for op in n.backlog.iter().filter(|op| mine(op.kind.val())) {
+            let mut kind = op.kind;
+            if let Some(v) = kind.val_mut() {
+                *v = own(*v, me);
+            }
+            let mut kh = Fingerprinter::new();
+            (1u8, kind, op.exp.ttl, op.exp.shift).hash(&mut kh);
+            keys.push(kh.finish());
+        }
+    }
+    keys.sort_unstable();
+    keys.hash(&mut h);
+    let coord = &w.coord;
+    coord
+        .sessions
+        .get(me as usize)
+        .map(|s| s.is_some())
+        .hash(&mut h);
+    for e in coord.entries.iter().filter(|e| e.owner == me) {
+        (e.round, e.rev, e.seq).hash(&mut h);
+    }
+    for (_, rev) in coord.watches.iter().filter(|(by, _)| *by == me) {
+        rev.hash(&mut h);
+    }
+    let g = &w.ghost;
+    g.foreign
+        .map(|(a, o, t)| (a == me, o == me, t))
+        .hash(&mut h);
+    (g.late_write == Some(me)).hash(&mut h);
+    let node = |n: Node| match n {
+        Node::Client(c) => Node::Client((c != me) as u8),
+        Node::Redis(_) => Node::Redis(0),
+        Node::Service => Node::Service,
+    };
+    let mut msgs: Vec<u64> = Vec::new();
+    for m in &w.net {
+        let carries = match m.body {
+            Body::Req(cmd) => mine(cmd.val()),
+            Body::Reply(Reply::Val(v)) => v.client == me,
+            _ => false,
+        };
+        if !(carries || m.from == Node::Client(me) || m.to == Node::Client(me)) {
+            continue;
+        }
+        let body = match m.body {
+            Body::Req(mut cmd) => {
+                if let Some(v) = cmd.val_mut() {
+                    *v = own(*v, me);
+                }
+                Body::Req(cmd)
+            }
+            Body::Reply(Reply::Val(v)) => Body::Reply(Reply::Val(own(v, me))),
+            other => other,
+        };
+        let mut mh = Fingerprinter::new();
+        Msg {
+            from: node(m.from),
+            to: node(m.to),
+            body,
+            clk: blank,
+            ..*m
+        }
+        .hash(&mut mh);
+        msgs.push(mh.finish());
+    }
+    msgs.sort_unstable();
+    msgs.hash(&mut h);
+    h.finish()
+}
+
 impl Canon {
     pub fn new(m: &LockModel, enabled: bool) -> Canon {
-        let n = m.params.clients as usize;
-        let client_perms = if enabled && n > 1 && n <= FULL_CLIENT_SYMMETRY {
-            // The identity first, so a state that is already canonical is cheap.
-            permutations(n)
-        } else {
-            vec![(0..n as u8).collect()]
-        };
         Canon {
-            client_perms,
+            clients: enabled && m.params.clients > 1,
             instances: enabled && m.proto.service() == Service::Instances && m.params.instances > 1,
         }
     }
 
     /// Whether this canon changes anything at all.
     pub fn is_identity(&self) -> bool {
-        self.client_perms.len() == 1 && !self.instances
+        !self.clients && !self.instances
+    }
+
+    /// The client renamings worth trying for `w`, each as `p[old] = new`:
+    /// clients sorted by [`client_signature`], then every order of the
+    /// clients whose signatures tie (at most [`MAX_TIE_ORDERS`] in all).
+    /// Renaming cannot change a signature, so the clients of every
+    /// renaming of `w` sort alike and all of them meet the same candidates.
+    pub fn candidates(&self, w: &World) -> Vec<Vec<u8>> {
+        let n = w.clients.len();
+        if !self.clients {
+            return vec![(0..n as u8).collect()];
+        }
+        let sigs: Vec<u64> = (0..n as u8).map(|c| client_signature(w, c)).collect();
+        // sorted[new] = old
+        let mut sorted: Vec<usize> = (0..n).collect();
+        sorted.sort_by_key(|c| (sigs[*c], *c));
+        let mut found = vec![sorted.clone()];
+        let mut lo = 0;
+        while lo < n {
+            let hi = (lo..n)
+                .find(|k| sigs[sorted[*k]] != sigs[sorted[lo]])
+                .unwrap_or(n);
+            if hi - lo > 1 {
+                let per = orders(hi - lo, MAX_TIE_ORDERS);
+                let mut grown = Vec::new();
+                'all: for base in &found {
+                    for o in &per {
+                        let mut next = base.clone();
+                        for (k, j) in o.iter().enumerate() {
+                            next[lo + k] = base[lo + j];
+                        }
+                        grown.push(next);
+                        if grown.len() == MAX_TIE_ORDERS {
+                            break 'all;
+                        }
+                    }
+                }
+                found = grown;
+            }
+            lo = hi;
+        }
+        found
+            .into_iter()
+            .map(|order| {
+                let mut p = vec![0u8; n];
+                for (new, old) in order.iter().enumerate() {
+                    p[*old] = new as u8;
+                }
+                p
+            })
+            .collect()
     }
 
     /// The fingerprint of `s`'s representative.
@@ -88,7 +266,7 @@ impl Canon {
         if self.is_identity() {
             return fingerprint(s);
         }
-        self.client_perms
+        self.candidates(&s.world)
             .iter()
             .map(|p| fingerprint(&self.renamed(s, p)))
             .min()
@@ -106,13 +284,20 @@ impl Canon {
     }
 
     /// The representative of `s`'s class itself (world and zone in the
-    /// representative's layout), with its world's fingerprint.
+    /// representative's layout), with its world's fingerprint: among the
+    /// [`Canon::candidates`], the renaming with the least world
+    /// fingerprint, then the least zone hash.
     pub fn representative(&self, s: &ZState) -> (u64, ZState) {
         if self.is_identity() {
             return (crate::search::fingerprint(&s.world), s.clone());
         }
+        let candidates = self.candidates(&s.world);
+        if let [p] = candidates.as_slice() {
+            let r = self.renamed(s, p);
+            return (crate::search::fingerprint(&r.world), r);
+        }
         let mut best: Option<(u64, u64, ZState)> = None;
-        for p in &self.client_perms {
+        for p in &candidates {
             let r = self.renamed(s, p);
             let wf = crate::search::fingerprint(&r.world);
             let mut h = Fingerprinter::new();
@@ -125,7 +310,7 @@ impl Canon {
                 best = Some((wf, zf, r));
             }
         }
-        let (wf, _, r) = best.expect("at least the identity");
+        let (wf, _, r) = best.expect("at least one candidate");
         (wf, r)
     }
 
@@ -407,5 +592,30 @@ fn sort_instances(w: &World, z: &Dbm) -> World {
         faults_left: w.faults_left,
         ghost: w.ghost,
         coord: w.coord.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orders_are_distinct_identity_first_and_capped() {
+        for k in 0..=5 {
+            let all = orders(k, usize::MAX);
+            let fact: usize = (1..=k).product();
+            assert_eq!(all.len(), fact.max(1), "k = {k}");
+            assert_eq!(all[0], (0..k).collect::<Vec<_>>());
+            let mut sorted = all.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted.len(), all.len(), "orders repeat for k = {k}");
+            for o in &all {
+                let mut s = o.clone();
+                s.sort();
+                assert_eq!(s, (0..k).collect::<Vec<_>>());
+            }
+        }
+        assert_eq!(orders(6, MAX_TIE_ORDERS).len(), MAX_TIE_ORDERS);
     }
 }

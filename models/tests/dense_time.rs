@@ -253,26 +253,8 @@ fn symmetry_reduction_keeps_every_verdict_and_length() {
         ("watchdog", vec![Pause]),
     ] {
         let m = model(p, &faults);
-        let run = |symmetry| {
-            search(
-                &m,
-                &SearchOptions {
-                    invariants: m.properties.clone(),
-                    max_states: None,
-                    max_depth: None,
-                    symmetry,
-                    threads: 0,
-                },
-            )
-        };
-        let (with, without) = (run(true), run(false));
-        let lens = |r: &locklab_models::search::SearchResult| {
-            r.violations
-                .iter()
-                .map(|(i, p)| (*i, p.len()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(lens(&with), lens(&without), "{p} {faults:?}");
+        let (with, without) = with_and_without_symmetry(&m);
+        assert_eq!(lengths(&with), lengths(&without), "{p} {faults:?}");
         assert_eq!(with.exhaustive(), without.exhaustive(), "{p}");
         assert!(with.states <= without.states, "{p}");
     }

@@ -94,3 +94,26 @@ pub fn worlds(
 pub fn acts(path: &[locklab_models::search::PathStep]) -> Vec<locklab_models::Action> {
     path.iter().map(|(a, _)| *a).collect()
 }
+
+/// Every property of `m`, searched exhaustively with and without symmetry
+/// reduction.
+pub fn with_and_without_symmetry(m: &LockModel) -> (SearchResult, SearchResult) {
+    let run = |symmetry| {
+        search(
+            m,
+            &SearchOptions {
+                invariants: m.properties.clone(),
+                max_states: None,
+                max_depth: None,
+                symmetry,
+                threads: 0,
+            },
+        )
+    };
+    (run(true), run(false))
+}
+
+/// Each violated invariant with its shortest counterexample's length.
+pub fn lengths(r: &SearchResult) -> Vec<(Invariant, usize)> {
+    r.violations.iter().map(|(i, p)| (*i, p.len())).collect()
+}
