@@ -77,15 +77,6 @@ pub fn fingerprint(s: &ZState) -> u64 {
     h.finish()
 }
 
-/// `v` as client `me` sees it: its own value or another's (renaming the
-/// other clients cannot change it).
-fn own(v: Val, me: u8) -> Val {
-    Val {
-        client: (v.client != me) as u8,
-        ..v
-    }
-}
-
 /// Everything about client `me` that renaming clients or instances cannot
 /// change, and no clock: its own state with its clocks blanked and values
 /// reduced to its own or another's, its votes as a multiset, the keys and
@@ -100,6 +91,13 @@ fn own(v: Val, me: u8) -> Val {
 pub fn client_signature(w: &World, me: u8) -> u64 {
     let mut h = Fingerprinter::new();
     let blank = Clk(0);
+    // Client ids as `me` sees them: 0 itself, 1 any other (a "renaming"
+    // that `map_val`, `map_cmd`, `map_body` and `map_node` apply), and
+    // every instance alike.
+    let own: Vec<u8> = (0..w.clients.len() as u8)
+        .map(|c| (c != me) as u8)
+        .collect();
+    let one_instance = vec![0u8; w.redis.len()];
     let mut c = w.clients[me as usize].clone();
     if let Some(p) = &mut c.paused {
         *p = blank;
@@ -109,14 +107,12 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
     }
     if let Some(wd) = &mut c.wd {
         wd.wait.clk = blank;
-        wd.val = own(wd.val, me);
+        wd.val = map_val(wd.val, &own);
     }
     if let Some(t) = &mut c.t1 {
         *t = blank;
     }
-    if let Some(v) = c.request.as_mut().and_then(|r| r.val_mut()) {
-        *v = own(*v, me);
-    }
+    c.request = c.request.map(|r| map_cmd(r, &own));
     c.votes.sort_unstable();
     c.hash(&mut h);
     let mine = |v: Option<Val>| v.is_some_and(|v| v.client == me);
@@ -124,13 +120,13 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
     for n in &w.redis {
         let mut kh = Fingerprinter::new();
         if let Some(e) = n.lock.filter(|e| e.val.client == me) {
-            (0u8, own(e.val, me), e.holds, e.exp.ttl, e.exp.shift).hash(&mut kh);
+            (0u8, map_val(e.val, &own), e.holds, e.exp.ttl, e.exp.shift).hash(&mut kh);
             keys.push(kh.finish());
         }
         for op in n.backlog.iter().filter(|op| mine(op.kind.val())) {
             let mut kind = op.kind;
             if let Some(v) = kind.val_mut() {
-                *v = own(*v, me);
+                *v = map_val(*v, &own);
             }
             let mut kh = Fingerprinter::new();
             (1u8, kind, op.exp.ttl, op.exp.shift).hash(&mut kh);
@@ -156,11 +152,6 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
         .map(|(a, o, t)| (a == me, o == me, t))
         .hash(&mut h);
     (g.late_write == Some(me)).hash(&mut h);
-    let node = |n: Node| match n {
-        Node::Client(c) => Node::Client((c != me) as u8),
-        Node::Redis(_) => Node::Redis(0),
-        Node::Service => Node::Service,
-    };
     let mut msgs: Vec<u64> = Vec::new();
     for m in &w.net {
         let carries = match m.body {
@@ -171,21 +162,11 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
         if !(carries || m.from == Node::Client(me) || m.to == Node::Client(me)) {
             continue;
         }
-        let body = match m.body {
-            Body::Req(mut cmd) => {
-                if let Some(v) = cmd.val_mut() {
-                    *v = own(*v, me);
-                }
-                Body::Req(cmd)
-            }
-            Body::Reply(Reply::Val(v)) => Body::Reply(Reply::Val(own(v, me))),
-            other => other,
-        };
         let mut mh = Fingerprinter::new();
         Msg {
-            from: node(m.from),
-            to: node(m.to),
-            body,
+            from: map_node(m.from, &own, Some(&one_instance)),
+            to: map_node(m.to, &own, Some(&one_instance)),
+            body: map_body(m.body, &own),
             clk: blank,
             ..*m
         }
