@@ -29,7 +29,7 @@ use crate::engine::zone::{ZState, normalize};
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::search::Fingerprinter;
-use crate::world::{Body, Clk, Cmd, Coord, CoordEntry, Msg, Node, Reply, Val, World};
+use crate::world::{Body, Clk, Cmd, Coord, Msg, Node, Reply, Val, World};
 use std::hash::{Hash, Hasher};
 
 /// How one model's states are renamed.
@@ -45,6 +45,10 @@ pub struct Canon {
 /// are not tried, which is sound (any renaming is) but may store a
 /// symmetric state twice. 24 = every order of four twins.
 pub const MAX_TIE_ORDERS: usize = 24;
+
+/// Clients or instances one renaming permutes, at most (the parameters
+/// allow 6 clients and 9 instances); it sizes the renamings' stack arrays.
+const MAX_PERMUTED: usize = 16;
 
 /// The first `cap` orders of `0..k` (Heap's algorithm, identity first).
 fn orders(k: usize, cap: usize) -> Vec<Vec<usize>> {
@@ -89,15 +93,20 @@ pub fn fingerprint(s: &ZState) -> u64 {
 /// client orders, so that zones which include one another would no longer
 /// compare (measured: 35–200 % more zones).
 pub fn client_signature(w: &World, me: u8) -> u64 {
+    signature(w, me, &mut Vec::new(), &mut Vec::new())
+}
+
+/// [`client_signature`], sorting its multisets in the caller's buffers.
+fn signature(w: &World, me: u8, keys: &mut Vec<u64>, msgs: &mut Vec<u64>) -> u64 {
     let mut h = Fingerprinter::new();
     let blank = Clk(0);
     // Client ids as `me` sees them: 0 itself, 1 any other (a "renaming"
     // that `map_val`, `map_cmd`, `map_body` and `map_node` apply), and
     // every instance alike.
-    let own: Vec<u8> = (0..w.clients.len() as u8)
-        .map(|c| (c != me) as u8)
-        .collect();
-    let one_instance = vec![0u8; w.redis.len()];
+    let mut own = [1u8; MAX_PERMUTED];
+    own[me as usize] = 0;
+    let own = &own[..w.clients.len()];
+    let one_instance = [0u8; u8::MAX as usize + 1];
     let mut c = w.clients[me as usize].clone();
     if let Some(p) = &mut c.paused {
         *p = blank;
@@ -107,26 +116,26 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
     }
     if let Some(wd) = &mut c.wd {
         wd.wait.clk = blank;
-        wd.val = map_val(wd.val, &own);
+        wd.val = map_val(wd.val, own);
     }
     if let Some(t) = &mut c.t1 {
         *t = blank;
     }
-    c.request = c.request.map(|r| map_cmd(r, &own));
+    c.request = c.request.map(|r| map_cmd(r, own));
     c.votes.sort_unstable();
     c.hash(&mut h);
     let mine = |v: Option<Val>| v.is_some_and(|v| v.client == me);
-    let mut keys: Vec<u64> = Vec::new();
+    keys.clear();
     for n in &w.redis {
         let mut kh = Fingerprinter::new();
         if let Some(e) = n.lock.filter(|e| e.val.client == me) {
-            (0u8, map_val(e.val, &own), e.holds, e.exp.ttl, e.exp.shift).hash(&mut kh);
+            (0u8, map_val(e.val, own), e.holds, e.exp.ttl, e.exp.shift).hash(&mut kh);
             keys.push(kh.finish());
         }
         for op in n.backlog.iter().filter(|op| mine(op.kind.val())) {
             let mut kind = op.kind;
             if let Some(v) = kind.val_mut() {
-                *v = map_val(*v, &own);
+                *v = map_val(*v, own);
             }
             let mut kh = Fingerprinter::new();
             (1u8, kind, op.exp.ttl, op.exp.shift).hash(&mut kh);
@@ -152,7 +161,7 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
         .map(|(a, o, t)| (a == me, o == me, t))
         .hash(&mut h);
     (g.late_write == Some(me)).hash(&mut h);
-    let mut msgs: Vec<u64> = Vec::new();
+    msgs.clear();
     for m in &w.net {
         let carries = match m.body {
             Body::Req(cmd) => mine(cmd.val()),
@@ -164,9 +173,9 @@ pub fn client_signature(w: &World, me: u8) -> u64 {
         }
         let mut mh = Fingerprinter::new();
         Msg {
-            from: map_node(m.from, &own, Some(&one_instance)),
-            to: map_node(m.to, &own, Some(&one_instance)),
-            body: map_body(m.body, &own),
+            from: map_node(m.from, own, Some(&one_instance)),
+            to: map_node(m.to, own, Some(&one_instance)),
+            body: map_body(m.body, own),
             clk: blank,
             ..*m
         }
@@ -201,11 +210,34 @@ impl Canon {
         if !self.clients {
             return vec![(0..n as u8).collect()];
         }
-        let sigs: Vec<u64> = (0..n as u8).map(|c| client_signature(w, c)).collect();
+        assert!(
+            n <= MAX_PERMUTED,
+            "at most {MAX_PERMUTED} clients are renamed"
+        );
+        let (mut keys, mut msgs) = (Vec::new(), Vec::new());
+        let mut sigs = [0u64; MAX_PERMUTED];
+        for (c, sig) in sigs.iter_mut().enumerate().take(n) {
+            *sig = signature(w, c as u8, &mut keys, &mut msgs);
+        }
         // sorted[new] = old
-        let mut sorted: Vec<usize> = (0..n).collect();
+        let mut sorted = [0usize; MAX_PERMUTED];
+        for (i, o) in sorted.iter_mut().enumerate() {
+            *o = i;
+        }
+        let sorted = &mut sorted[..n];
         sorted.sort_by_key(|c| (sigs[*c], *c));
-        let mut found = vec![sorted.clone()];
+        let to_renaming = |order: &[usize]| {
+            let mut p = vec![0u8; n];
+            for (new, old) in order.iter().enumerate() {
+                p[*old] = new as u8;
+            }
+            p
+        };
+        if sorted.windows(2).all(|c| sigs[c[0]] != sigs[c[1]]) {
+            // No two clients tie: one renaming, and nothing else to build.
+            return vec![to_renaming(sorted)];
+        }
+        let mut found = vec![sorted.to_vec()];
         let mut lo = 0;
         while lo < n {
             let hi = (lo..n)
@@ -230,16 +262,7 @@ impl Canon {
             }
             lo = hi;
         }
-        found
-            .into_iter()
-            .map(|order| {
-                let mut p = vec![0u8; n];
-                for (new, old) in order.iter().enumerate() {
-                    p[*old] = new as u8;
-                }
-                p
-            })
-            .collect()
+        found.iter().map(|order| to_renaming(order)).collect()
     }
 
     /// The fingerprint of `s`'s representative.
@@ -296,19 +319,41 @@ impl Canon {
     }
 
     /// `s` with clients renamed by `p` (and instances sorted), laid out again.
+    /// One copy of the world, renamed in place.
     pub fn renamed(&self, s: &ZState, p: &[u8]) -> ZState {
-        let identity = p.iter().enumerate().all(|(i, x)| i == *x as usize);
-        let mut w = if identity {
-            s.world.clone()
-        } else {
-            rename_clients(&s.world, p)
-        };
+        let mut w = s.world.clone();
+        if !p.iter().enumerate().all(|(i, x)| i == *x as usize) {
+            rename_clients(&mut w, p);
+        }
         if self.instances {
-            w = sort_instances(&w, &s.zone);
+            sort_instances(&mut w, &s.zone);
         }
         let mut zone = s.zone.clone();
         normalize(&mut w, &mut zone);
         ZState { world: w, zone }
+    }
+}
+
+/// Reorders `v` in place so that `v[new]` is the old `v[order[new]]`,
+/// following the permutation's cycles (no copy of `v`).
+fn permute<T>(v: &mut [T], order: &[usize]) {
+    debug_assert_eq!(v.len(), order.len());
+    let mut done = 0u64;
+    for start in 0..order.len() {
+        if done >> start & 1 == 1 {
+            continue;
+        }
+        // Walk the cycle through `start`: position k takes from order[k].
+        let mut k = start;
+        done |= 1 << k;
+        while order[k] != start {
+            v.swap(k, order[k]);
+            let next = order[k];
+            done |= 1 << next;
+            // After the swap, position `next` holds what `k` held before,
+            // which position `order[next]`'s successor needs: follow it.
+            k = next;
+        }
     }
 }
 
@@ -344,93 +389,64 @@ fn map_node(n: Node, clients: &[u8], servers: Option<&[u8]>) -> Node {
 
 /// The consensus service with client `i` renamed to `p[i]`; `order[new]`
 /// is the old id of new client `new`.
-fn rename_coord(c: &Coord, p: &[u8], order: &[usize]) -> Coord {
-    let Coord {
-        rev,
-        sessions,
-        entries,
-        watches,
-        cversion,
-    } = c;
-    let mut watches: Vec<(u8, u16)> = watches.iter().map(|(w, r)| (p[*w as usize], *r)).collect();
-    watches.sort_unstable();
-    Coord {
-        rev: *rev,
-        sessions: if sessions.is_empty() {
-            Vec::new()
-        } else {
-            order.iter().map(|old| sessions[*old]).collect()
-        },
-        entries: entries
-            .iter()
-            .map(|e| CoordEntry {
-                owner: p[e.owner as usize],
-                ..*e
-            })
-            .collect(),
-        watches,
-        cversion: *cversion,
+fn rename_coord(c: &mut Coord, p: &[u8], order: &[usize]) {
+    for w in &mut c.watches {
+        w.0 = p[w.0 as usize];
+    }
+    c.watches.sort_unstable();
+    if !c.sessions.is_empty() {
+        permute(&mut c.sessions, order);
+    }
+    for e in &mut c.entries {
+        e.owner = p[e.owner as usize];
     }
 }
 
-/// `w` with client `i` renamed to `p[i]` everywhere.
-pub fn rename_clients(w: &World, p: &[u8]) -> World {
-    let mut clients = w.clients.clone();
-    for (i, c) in w.clients.iter().enumerate() {
-        let mut c = c.clone();
+/// Renames client `i` to `p[i]` everywhere in `w`, in place.
+pub fn rename_clients(w: &mut World, p: &[u8]) {
+    let n = p.len();
+    assert!(
+        n <= MAX_PERMUTED,
+        "at most {MAX_PERMUTED} clients are renamed"
+    );
+    // order[new] = old
+    let mut order = [0usize; MAX_PERMUTED];
+    for (old, new) in p.iter().enumerate() {
+        order[*new as usize] = old;
+    }
+    let order = &order[..n];
+    for c in &mut w.clients {
         if let Some(wd) = &mut c.wd {
             wd.val = map_val(wd.val, p);
         }
         c.request = c.request.map(|r| map_cmd(r, p));
-        clients[p[i] as usize] = c;
     }
-    let redis = w
-        .redis
-        .iter()
-        .map(|n| {
-            let mut n = n.clone();
-            if let Some(e) = &mut n.lock {
-                e.val = map_val(e.val, p);
+    permute(&mut w.clients, order);
+    for node in &mut w.redis {
+        if let Some(e) = &mut node.lock {
+            e.val = map_val(e.val, p);
+        }
+        for op in &mut node.backlog {
+            if let Some(v) = op.kind.val_mut() {
+                *v = map_val(*v, p);
             }
-            for op in &mut n.backlog {
-                if let Some(v) = op.kind.val_mut() {
-                    *v = map_val(*v, p);
-                }
-            }
-            n
-        })
-        .collect();
-    let mut net: Vec<Msg> = w
-        .net
-        .iter()
-        .map(|m| Msg {
-            from: map_node(m.from, p, None),
-            to: map_node(m.to, p, None),
-            body: map_body(m.body, p),
-            ..*m
-        })
-        .collect();
-    net.sort();
-    let mut ghost = w.ghost;
-    if let Some((a, o, t)) = ghost.foreign {
-        ghost.foreign = Some((p[a as usize], p[o as usize], t));
+        }
     }
-    if let Some(c) = ghost.late_write {
-        ghost.late_write = Some(p[c as usize]);
+    for m in &mut w.net {
+        m.from = map_node(m.from, p, None);
+        m.to = map_node(m.to, p, None);
+        m.body = map_body(m.body, p);
     }
-    let mut order = vec![0usize; p.len()];
-    for (old, new) in p.iter().enumerate() {
-        order[*new as usize] = old;
+    w.net.sort_unstable();
+    let ghost = &mut w.ghost;
+    if let Some((a, o, _)) = &mut ghost.foreign {
+        *a = p[*a as usize];
+        *o = p[*o as usize];
     }
-    World {
-        clients,
-        redis,
-        net,
-        resource: w.resource,
-        faults_left: w.faults_left,
-        ghost,
-        coord: rename_coord(&w.coord, p, &order),
+    if let Some(c) = &mut ghost.late_write {
+        *c = p[*c as usize];
     }
+    rename_coord(&mut w.coord, p, order);
 }
 
 /// The bounds of clock `c` in `z`, for signatures (renaming-invariant,
@@ -444,7 +460,7 @@ fn bounds(z: &Dbm, c: Clk) -> (i64, i64) {
 /// every client's vote for it, and the messages to and from it (with its
 /// own id blanked, so equal columns of different instances hash alike),
 /// clocks by their bounds.
-fn column(w: &World, z: &Dbm, s: usize) -> u64 {
+fn column(w: &World, z: &Dbm, s: usize, msgs: &mut Vec<u64>) -> u64 {
     let me = Node::Redis(s as u8);
     let mut h = Fingerprinter::new();
     let n = &w.redis[s];
@@ -470,7 +486,7 @@ fn column(w: &World, z: &Dbm, s: usize) -> u64 {
     for c in &w.clients {
         c.votes.get(s).hash(&mut h);
     }
-    let mut msgs: Vec<u64> = Vec::new();
+    msgs.clear();
     for m in &w.net {
         if m.to == me || m.from == me {
             let blank = |n: Node| if n == me { Node::Redis(u8::MAX) } else { n };
@@ -511,74 +527,89 @@ fn anchor(w: &World, s: usize) -> Option<Clk> {
         .map(|m| m.clk)
 }
 
-/// `w` with its (interchangeable) Redis instances reordered by the
+/// Reorders `w`'s (interchangeable) Redis instances, in place, by the
 /// fingerprint of everything that concerns each; instances alike in
 /// everything but when things happened to them are ordered by their anchor
 /// clocks' rank (how many of their twins' anchors are known to read no
 /// more than theirs), which renaming cannot change.
-fn sort_instances(w: &World, z: &Dbm) -> World {
+fn sort_instances(w: &mut World, z: &Dbm) {
     let n = w.redis.len();
-    let keys: Vec<u64> = (0..n).map(|s| column(w, z, s)).collect();
-    let anchors: Vec<Option<Clk>> = (0..n).map(|s| anchor(w, s)).collect();
+    assert!(
+        n <= MAX_PERMUTED,
+        "at most {MAX_PERMUTED} instances are sorted"
+    );
+    let mut scratch = Vec::new();
+    let mut keys = [0u64; MAX_PERMUTED];
+    let mut anchors = [None; MAX_PERMUTED];
+    for s in 0..n {
+        keys[s] = column(w, z, s, &mut scratch);
+        anchors[s] = anchor(w, s);
+    }
     let rank = |s: usize| -> usize {
         let Some(a) = anchors[s] else { return 0 };
         (0..n)
             .filter(|t| *t != s && keys[*t] == keys[s])
             .filter(|t| {
-                anchors[*t].is_some_and(|b| {
+                anchors[*t].is_some_and(|b: Clk| {
                     z.bound(b.0 as usize, a.0 as usize) <= crate::engine::dbm::Bound::LE_ZERO
                 })
             })
             .count()
     };
-    let ranks: Vec<usize> = (0..n).map(rank).collect();
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|s| (keys[*s], ranks[*s]));
-    if order.iter().enumerate().all(|(i, x)| i == *x) {
-        return w.clone();
+    let mut ranks = [0usize; MAX_PERMUTED];
+    for (s, r) in ranks.iter_mut().enumerate().take(n) {
+        *r = rank(s);
     }
     // order[new] = old; perm[old] = new.
-    let mut perm = vec![0u8; n];
+    let mut order = [0usize; MAX_PERMUTED];
+    for (i, o) in order.iter_mut().enumerate() {
+        *o = i;
+    }
+    let order = &mut order[..n];
+    order.sort_by_key(|s| (keys[*s], ranks[*s]));
+    if order.iter().enumerate().all(|(i, x)| i == *x) {
+        return;
+    }
+    let mut perm = [0u8; MAX_PERMUTED];
     for (new, old) in order.iter().enumerate() {
         perm[*old] = new as u8;
     }
-    let ident: Vec<u8> = (0..w.clients.len() as u8).collect();
-    let redis = order.iter().map(|old| w.redis[*old].clone()).collect();
-    let clients = w
-        .clients
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            if !c.votes.is_empty() {
-                c.votes = order.iter().map(|old| c.votes[*old]).collect();
-            }
-            c
-        })
-        .collect();
-    let mut net: Vec<Msg> = w
-        .net
-        .iter()
-        .map(|m| Msg {
-            from: map_node(m.from, &ident, Some(&perm)),
-            to: map_node(m.to, &ident, Some(&perm)),
-            ..*m
-        })
-        .collect();
-    net.sort();
-    World {
-        clients,
-        redis,
-        net,
-        resource: w.resource,
-        faults_left: w.faults_left,
-        ghost: w.ghost,
-        coord: w.coord.clone(),
+    let perm = &perm[..n];
+    permute(&mut w.redis, order);
+    for c in &mut w.clients {
+        if !c.votes.is_empty() {
+            permute(&mut c.votes, order);
+        }
+    }
+    for m in &mut w.net {
+        m.from = map_server(m.from, perm);
+        m.to = map_server(m.to, perm);
+    }
+    w.net.sort_unstable();
+}
+
+/// `n` with Redis server `s` renamed to `perm[s]`.
+fn map_server(n: Node, perm: &[u8]) -> Node {
+    match n {
+        Node::Redis(s) => Node::Redis(perm[s as usize]),
+        other => other,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn permute_follows_every_cycle() {
+        // Every order of five elements, so every cycle structure.
+        for order in orders(5, usize::MAX) {
+            let mut v: Vec<usize> = (10..15).collect();
+            permute(&mut v, &order);
+            let want: Vec<usize> = order.iter().map(|old| 10 + old).collect();
+            assert_eq!(v, want, "order {order:?}");
+        }
+    }
 
     #[test]
     fn orders_are_distinct_identity_first_and_capped() {

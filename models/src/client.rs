@@ -257,7 +257,7 @@ impl Ctx<'_, '_> {
             }
         }
         if changed {
-            self.w.net.sort();
+            self.w.net.sort_unstable();
         }
     }
 
@@ -642,7 +642,7 @@ pub fn gather_read(x: &mut Ctx, c: u8) {
     for msg in &all {
         mark_arrived(x.w, msg);
     }
-    x.w.net.sort();
+    x.w.net.sort_unstable();
     x.m.proto.gather(x, c);
 }
 
@@ -665,7 +665,7 @@ pub fn unfold(x: &mut Ctx, c: u8, hit: Option<&Msg>) {
             mark_arrived(x.w, msg);
         }
     }
-    x.w.net.sort();
+    x.w.net.sort_unstable();
 }
 
 /// Takes every reply that has arrived for gathering client `c` out of the
@@ -684,7 +684,7 @@ pub fn take_replies(x: &mut Ctx, c: u8) -> Vec<(u8, Reply)> {
                 mark_arrived(x.w, msg);
             }
         }
-        x.w.net.sort();
+        x.w.net.sort_unstable();
     }
     let me = Node::Client(c);
     let mut got = Vec::new();
@@ -754,7 +754,7 @@ pub fn deliver(x: &mut Ctx, c: u8, msg: Msg) {
             m.late = false;
             m.clk = crate::time::Clk(0);
         }
-        x.w.net.sort();
+        x.w.net.sort_unstable();
         // Every awaited reply is in (or enough to decide): the client
         // reads them within a step.
         let stepping = x.w.clients[c as usize]

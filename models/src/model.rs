@@ -634,7 +634,7 @@ pub fn resume(x: &mut Ctx, c: u8) {
             m.clk = clk;
         }
     }
-    x.w.net.sort();
+    x.w.net.sort_unstable();
 }
 
 /// The paused reconciler resumes: a run that fell due while it was frozen
@@ -695,7 +695,7 @@ pub fn released(x: &mut Ctx, msg: &Msg) {
             m.clk = clk;
         }
     }
-    x.w.net.sort();
+    x.w.net.sort_unstable();
 }
 
 /// Used by traces: the phase name of a client.

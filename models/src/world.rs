@@ -1034,7 +1034,7 @@ impl World {
                 f(v);
             }
         }
-        self.net.sort();
+        self.net.sort_unstable();
     }
 
     /// The least attempt label for client `c`'s acquisition `round` that
@@ -1159,7 +1159,7 @@ impl World {
                 m.orphan = true;
             }
         }
-        self.net.sort();
+        self.net.sort_unstable();
         self.compact_conns();
     }
 
@@ -1195,7 +1195,7 @@ impl World {
             }
         }
         if changed {
-            self.net.sort();
+            self.net.sort_unstable();
         }
     }
 

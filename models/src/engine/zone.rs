@@ -58,7 +58,8 @@ pub fn relayout(w: &mut World, base: usize, fresh: &[Fresh]) -> Vec<Slot> {
             }
         }
     };
-    let mut slots: Vec<Slot> = vec![Slot::Old(0)];
+    let mut slots: Vec<Slot> = Vec::with_capacity(base + fresh.len() + 1);
+    slots.push(Slot::Old(0));
     w.clocks_mut(&mut |c, _| {
         let src = resolve(c.0);
         let pos = match slots.iter().position(|s| *s == src) {
@@ -79,32 +80,47 @@ pub fn relayout(w: &mut World, base: usize, fresh: &[Fresh]) -> Vec<Slot> {
 /// old position) if anything moved. Callers repeat until stable, so the
 /// layout depends on the discrete state only.
 pub fn renumber(w: &mut World) -> Option<Vec<usize>> {
-    w.net.sort();
-    let mut order: Vec<usize> = vec![0];
+    w.net.sort_unstable();
+    // new_of[old] = new position (0: not met yet; 0 is the reference
+    // clock, never a handle); a clock handle is
+    // a u8, so the table is on the stack and no position is searched.
+    let mut new_of = [0u8; 256];
+    let mut met = 0u8;
+    let mut moved = false;
     w.clocks_mut(&mut |c, _| {
         let old = c.0 as usize;
-        let pos = match order.iter().position(|o| *o == old) {
-            Some(p) => p,
-            None => {
-                order.push(old);
-                order.len() - 1
-            }
-        };
-        c.0 = pos as u8;
+        if old == 0 {
+            return;
+        }
+        if new_of[old] == 0 {
+            met += 1;
+            new_of[old] = met;
+        }
+        let new = new_of[old];
+        moved |= new as usize != old;
+        c.0 = new;
     });
-    if order.iter().enumerate().all(|(i, o)| i == *o) {
-        None
-    } else {
-        w.net.sort();
-        Some(order)
+    if !moved {
+        return None;
     }
+    let mut order = vec![0usize; met as usize + 1];
+    for (old, new) in new_of.iter().enumerate() {
+        if *new != 0 {
+            order[*new as usize] = old;
+        }
+    }
+    w.net.sort_unstable();
+    Some(order)
 }
 
 /// [`renumber`] until stable, permuting the zone alike.
 pub fn normalize(w: &mut World, z: &mut Dbm) {
     for _ in 0..8 {
         match renumber(w) {
-            Some(order) => *z = z.remap(&order.iter().map(|o| Some(*o)).collect::<Vec<_>>()),
+            Some(order) => {
+                let slots: Vec<Slot> = order.into_iter().map(Slot::Old).collect();
+                *z = z.remap_slots(&slots);
+            }
             None => return,
         }
     }
