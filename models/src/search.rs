@@ -14,9 +14,12 @@
 //!
 //! Each level is expanded in fixed chunks of the frontier (successor
 //! generation and canonical fingerprints are the cost), by as many worker
-//! threads as asked, and merged in frontier order by one thread: the chunks
-//! and the merge order do not depend on the number of threads, so neither
-//! do the states kept nor the result.
+//! threads as asked. The successors are then deduplicated and merged by
+//! the shards of the passed list (`engine::passed`), in parallel, each
+//! shard taking its own in frontier order; new states get their ids in
+//! frontier order afterwards. Neither the chunks nor any shard's order
+//! depend on the number of threads, so neither do the states kept nor the
+//! result (`models/tests/threads.rs`).
 //!
 //! Memory: one 64-bit fingerprint and one parent link per distinct state,
 //! plus the states of the current and the next level.
@@ -26,12 +29,13 @@
 
 use crate::action::Action;
 use crate::canon::Canon;
+use crate::engine::passed::{Arrival, Passed, Zones};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
 use crate::model::LockModel;
 use crate::world::World;
 use std::collections::BTreeMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -153,72 +157,6 @@ impl SearchResult {
     /// True when every reachable state was explored.
     pub fn exhaustive(&self) -> bool {
         self.stop == Stop::Exhausted
-    }
-}
-
-/// A hasher for keys that already are fingerprints.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) | *b as u64;
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-/// The passed list: per discrete world (its fingerprint), the zones stored.
-/// A new zone included in a stored one of the same world adds nothing
-/// (zone successors are monotone: whatever it reaches in k steps, the
-/// larger zone reaches in at most k), so it is dropped. A stored zone is
-/// never evicted for a larger one met on a later level, which keeps the
-/// first violating level the shortest (Bengtsson & Yi 2004; see
-/// docs/model.md). On the level being built, zones of one world whose union
-/// is convex are merged (see [`search`]).
-#[derive(Default)]
-struct Passed {
-    map: std::collections::HashMap<u64, Vec<Stored>, BuildHasherDefault<PassThrough>>,
-    zones: u64,
-}
-
-/// A stored zone (in the canonical layout of its world), the level it was
-/// reached on and its index in that level's frontier.
-struct Stored {
-    zone: crate::engine::dbm::Dbm,
-    level: u64,
-    at: u32,
-}
-
-impl Passed {
-    fn covers(&self, fp: u64, z: &crate::engine::dbm::Dbm) -> bool {
-        self.map
-            .get(&fp)
-            .is_some_and(|v| v.iter().any(|s| s.zone.includes(z)))
-    }
-    /// Stores `z` unless it is covered; true if stored.
-    fn insert(&mut self, fp: u64, zone: crate::engine::dbm::Dbm, level: u64, at: u32) -> bool {
-        let v = self.map.entry(fp).or_default();
-        if v.iter().any(|s| s.zone.includes(&zone)) {
-            return false;
-        }
-        v.push(Stored { zone, level, at });
-        self.zones += 1;
-        true
-    }
-    /// Stores `z`, known not to be covered (by [`absorb`] just before).
-    fn insert_uncovered(&mut self, fp: u64, zone: crate::engine::dbm::Dbm, level: u64, at: u32) {
-        self.map
-            .entry(fp)
-            .or_default()
-            .push(Stored { zone, level, at });
-        self.zones += 1;
     }
 }
 
@@ -423,153 +361,6 @@ pub fn search_unmerged(m: &LockModel, opts: &SearchOptions) -> SearchResult {
     search_with(m, opts, false, &Progress::default()).0
 }
 
-/// Tries to merge the successor `s` into a state of the level being built
-/// with the very same world (same layout, so the zones compare directly)
-/// when the union of their zones is itself a zone (`Dbm::convex_union`).
-/// Merging is exact: the merged zone is exactly the set of clock values
-/// either reaches, and zone successors of a union are the union of the
-/// successors. Interleavings of independent steps (deliveries to different
-/// instances, two clients' moves) end in one world with zones that differ
-/// only in the order of the clocks those steps reset; together they cover
-/// both orders, so they merge. Returns true if `s` was absorbed.
-fn absorb(
-    canon: &Canon,
-    seen: &mut Passed,
-    next: &mut [(u32, ZState)],
-    dead: &mut [bool],
-    s: &Found,
-    level: u64,
-) -> bool {
-    let Some(list) = seen.map.get_mut(&s.fp) else {
-        return false;
-    };
-    if list.iter().any(|e| e.zone.includes(&s.zone)) {
-        return true;
-    }
-    let mut into: Option<usize> = None;
-    let mut zone = s.state.zone.clone();
-    loop {
-        let mut hit = None;
-        for (i, e) in list.iter().enumerate() {
-            let at = e.at as usize;
-            if e.level != level || dead[at] || into == Some(i) || next[at].1.world != s.state.world
-            {
-                continue;
-            }
-            if let Some(h) = next[at].1.zone.convex_union(&zone) {
-                hit = Some((i, h));
-                break;
-            }
-        }
-        let Some((i, h)) = hit else { break };
-        zone = h;
-        match into {
-            None => into = Some(i),
-            Some(keep) => {
-                // A second entry joins the first: it is dropped.
-                dead[list[i].at as usize] = true;
-                list.swap_remove(i);
-                seen.zones -= 1;
-                if keep == list.len() {
-                    into = Some(i);
-                }
-            }
-        }
-    }
-    let Some(i) = into else { return false };
-    let at = list[i].at as usize;
-    next[at].1.zone = zone;
-    list[i].zone = canon.canonical(&next[at].1).1;
-    true
-}
-
-/// Pieces the exactness test of a group merge may keep at once, per zone
-/// of the group; past it the group is left as it is (see [`merge_level`]).
-/// Most groups that reach the cap are not convex, and subtracting them
-/// costs more than it saves: at 16, `redlock --instances 3 --faults none`
-/// took 1.73 s instead of 1.28 s without group merging; at 4, 1.46 s,
-/// while `zookeeper --faults delay` went from 0.66 s (31,343 states) to
-/// 0.26 s (14,378).
-const PIECES_PER_ZONE: usize = 4;
-
-/// At the end of a level, merges the zones of one world that pairwise
-/// merging ([`absorb`]) left apart, when together they are convex. The
-/// orders of k independent steps leave k! zones that are cells of one
-/// box-like zone: adjacent orders merge pairwise, but once a few have
-/// merged, no two of the rest may have a convex union although all of
-/// them together do (measured on `redlock --faults none`: 1,260 zones of
-/// one world at depth 9, 313 after pairwise merging to a fixpoint, 1 as a
-/// group). Exact: the hull replaces the group only when
-/// `Dbm::covered_by_union` proves the hull is their union. The entry
-/// first met keeps its path (a violation's trace is rebuilt without
-/// merging when that path does not reach it, see [`search_watched`]).
-fn merge_level(
-    canon: &Canon,
-    seen: &mut Passed,
-    next: &mut [(u32, ZState)],
-    dead: &mut [bool],
-    level: u64,
-    fps: &mut Vec<u64>,
-) {
-    fps.sort_unstable();
-    fps.dedup();
-    for fp in fps.drain(..) {
-        let Some(list) = seen.map.get_mut(&fp) else {
-            continue;
-        };
-        let mine: Vec<usize> = (0..list.len())
-            .filter(|&i| list[i].level == level && !dead[list[i].at as usize])
-            .collect();
-        if mine.len() < 2 {
-            continue;
-        }
-        // One group per world (a fingerprint is a world up to renaming).
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for i in mine {
-            let w = &next[list[i].at as usize].1.world;
-            match groups
-                .iter_mut()
-                .find(|g| next[list[g[0]].at as usize].1.world == *w)
-            {
-                Some(g) => g.push(i),
-                None => groups.push(vec![i]),
-            }
-        }
-        let mut gone: Vec<usize> = Vec::new();
-        // Two entries of one world left apart by `absorb` have been
-        // tried as a pair already: only groups of three or more can merge.
-        for g in groups.iter().filter(|g| g.len() >= 3) {
-            let hull = {
-                let zones: Vec<&crate::engine::dbm::Dbm> = g
-                    .iter()
-                    .map(|&i| &next[list[i].at as usize].1.zone)
-                    .collect();
-                let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
-                if hull.covered_by_union(&zones, PIECES_PER_ZONE * zones.len()) != Some(true) {
-                    continue;
-                }
-                hull
-            };
-            let keep = *g
-                .iter()
-                .min_by_key(|&&i| list[i].at)
-                .expect("a group of two or more");
-            let at = list[keep].at as usize;
-            next[at].1.zone = hull;
-            list[keep].zone = canon.canonical(&next[at].1).1;
-            for &i in g.iter().filter(|&&i| i != keep) {
-                dead[list[i].at as usize] = true;
-                gone.push(i);
-            }
-        }
-        gone.sort_unstable_by(|a, b| b.cmp(a));
-        for i in gone {
-            list.swap_remove(i);
-            seen.zones -= 1;
-        }
-    }
-}
-
 /// The search, and the depth of each violation found.
 fn search_with(
     m: &LockModel,
@@ -608,7 +399,7 @@ fn search_with(
     let holds = |w: &World| w.clients.iter().any(|c| c.holds());
     let mut acquired = holds(&init.world);
     let (ifp, iz) = canon.canonical(&init);
-    seen.insert(ifp, iz, 0, 0);
+    seen.insert(ifp, iz, 0);
     parent.push((ROOT, Link::NONE));
     for (i, inv) in pending.clone().iter().enumerate() {
         if violated(&init, &pending) & (1 << i) != 0 {
@@ -627,7 +418,7 @@ fn search_with(
             let mut succs = Vec::new();
             let mut count = 0u64;
             // Duplicates within the chunk are common (diamonds): drop them here.
-            let mut local = Passed::default();
+            let mut local = Zones::default();
             for (k, (_, s)) in frontier[lo..hi].iter().enumerate() {
                 m.successors(s, &mut succs);
                 for succ in succs.drain(..) {
@@ -672,11 +463,9 @@ fn search_with(
             }
             break;
         }
-        let mut next: Vec<(u32, ZState)> = Vec::new();
-        // Entries of `next` merged into another one.
-        let mut dead: Vec<bool> = Vec::new();
-        // Fingerprints given a new zone on this level, for `merge_level`.
-        let mut level_fps: Vec<u64> = Vec::new();
+        // The states new on this level, in the order they were met: (shard,
+        // index in the shard's `next`, id).
+        let mut order: Vec<(usize, u32, u32)> = Vec::new();
         // (faults used, state id) of the best violation of each pending invariant on this level
         let mut cands: Vec<Option<(u32, u32)>> = vec![None; pending.len()];
         let mut lo = 0;
@@ -715,45 +504,51 @@ fn search_with(
                 });
                 slots.into_iter().filter_map(|s| s.into_inner()).collect()
             };
-            // Merge in frontier order, so the result does not depend on
-            // the number of threads.
             transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
-            for (succs, _) in batch {
-                for s in succs {
-                    if merge {
-                        if absorb(&canon, &mut seen, &mut next, &mut dead, &s, depth + 1) {
-                            continue;
+            // Each successor goes to the shard of its world, in frontier
+            // order; the shards deduplicate and merge in parallel, each in
+            // that order, which is what one thread taking them all in
+            // order would do (engine/passed.rs).
+            let mut meta: Vec<(usize, Link, u32)> = Vec::new();
+            for s in batch.into_iter().flat_map(|(succs, _)| succs) {
+                seen.hand(Arrival {
+                    seq: meta.len() as u32,
+                    fp: s.fp,
+                    zone: s.zone,
+                    state: s.state,
+                });
+                meta.push((s.from, s.step, s.violates));
+            }
+            seen.each_shard(threads, |shard| shard.take_in(&canon, merge, depth + 1));
+            // The new states get their ids in frontier order.
+            let mut placed: Vec<Option<(usize, u32)>> = vec![None; meta.len()];
+            for (i, shard) in seen.shards.iter_mut().enumerate() {
+                for (seq, at) in shard.placed.drain(..) {
+                    placed[seq as usize] = Some((i, at));
+                }
+            }
+            for (seq, p) in placed.into_iter().enumerate() {
+                let Some((sh, at)) = p else { continue };
+                let (from, step, violates) = meta[seq];
+                let nid = parent.len() as u32;
+                parent.push((frontier[from].0, step));
+                let w = &seen.shards[sh].next[at as usize].world;
+                max_accepted_writes = max_accepted_writes.max(w.resource.accepted);
+                acquired |= holds(w);
+                if violates != 0 {
+                    let f = used(w);
+                    for (i, c) in cands.iter_mut().enumerate() {
+                        if violates & (1 << i) != 0 && c.is_none_or(|(bf, _)| f < bf) {
+                            *c = Some((f, nid));
                         }
-                        // Not absorbed: no stored zone includes it, and
-                        // nothing changed.
-                        seen.insert_uncovered(s.fp, s.zone, depth + 1, next.len() as u32);
-                        level_fps.push(s.fp);
-                    } else if !seen.insert(s.fp, s.zone, depth + 1, next.len() as u32) {
-                        continue;
-                    }
-                    let nid = parent.len() as u32;
-                    parent.push((frontier[s.from].0, s.step));
-                    max_accepted_writes = max_accepted_writes.max(s.state.world.resource.accepted);
-                    acquired |= holds(&s.state.world);
-                    if s.violates != 0 {
-                        let f = used(&s.state.world);
-                        for (i, c) in cands.iter_mut().enumerate() {
-                            if s.violates & (1 << i) != 0 && c.is_none_or(|(bf, _)| f < bf) {
-                                *c = Some((f, nid));
-                            }
-                        }
-                    }
-                    next.push((nid, s.state));
-                    dead.push(false);
-                    if opts
-                        .max_states
-                        .is_some_and(|max| parent.len() as u64 >= max)
-                    {
-                        stop = Stop::MaxStates;
-                        break;
                     }
                 }
-                if stop == Stop::MaxStates {
+                order.push((sh, at, nid));
+                if opts
+                    .max_states
+                    .is_some_and(|max| parent.len() as u64 >= max)
+                {
+                    stop = Stop::MaxStates;
                     break;
                 }
             }
@@ -776,21 +571,26 @@ fn search_with(
             break 'levels;
         }
         if merge {
-            merge_level(
-                &canon,
-                &mut seen,
-                &mut next,
-                &mut dead,
-                depth + 1,
-                &mut level_fps,
-            );
+            seen.each_shard(threads, |shard| shard.end_level(&canon, depth + 1));
         }
-        frontier = next
-            .into_iter()
-            .zip(dead)
-            .filter(|(_, d)| !d)
-            .map(|(e, _)| e)
+        let mut taken: Vec<Vec<Option<ZState>>> = seen
+            .shards
+            .iter_mut()
+            .map(|shard| shard.next.drain(..).map(Some).collect())
             .collect();
+        frontier = order
+            .into_iter()
+            .filter(|(sh, at, _)| !seen.shards[*sh].dead[*at as usize])
+            .map(|(sh, at, nid)| {
+                let state = taken[sh][at as usize]
+                    .take()
+                    .expect("each state is taken once");
+                (nid, state)
+            })
+            .collect();
+        for shard in &mut seen.shards {
+            shard.dead.clear();
+        }
         if !frontier.is_empty() {
             depth += 1;
         }
@@ -816,7 +616,7 @@ fn search_with(
         SearchResult {
             violations,
             states: parent.len() as u64,
-            worlds: seen.map.len() as u64,
+            worlds: seen.worlds(),
             transitions,
             depth,
             stop,

@@ -5,5 +5,6 @@
 
 pub mod concrete;
 pub mod dbm;
+pub mod passed;
 pub mod solve;
 pub mod zone;

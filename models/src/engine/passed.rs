@@ -1,0 +1,346 @@
+//! The passed list of the zone search, sharded by world fingerprint, and
+//! the merging of zones on the level being built.
+//!
+//! Everything the search does to deduplicate a successor — test inclusion
+//! in the zones stored for its world, merge it into a zone of the same
+//! world met on this level ([`absorb`]), merge groups at the end of the
+//! level ([`merge_level`]) — reads and writes the zones of that one world
+//! and nothing else. So the passed list is cut into [`SHARDS`] shards by
+//! fingerprint, and each shard takes the successors that fall in it in
+//! frontier order: the outcome is exactly that of one thread taking every
+//! successor in frontier order, whatever the number of threads, and the
+//! shards run in parallel (Holzmann and Bošnački's multi-core Spin and
+//! TLC's fingerprint set partition the state store alike; here the
+//! partition also keeps each world's zone merging on one thread).
+
+use crate::canon::Canon;
+use crate::engine::dbm::Dbm;
+use crate::engine::zone::ZState;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Mutex;
+
+/// Shards of the passed list: enough that two threads, or sixty-four,
+/// find a shard free when they finish one; fixed, so the layout (and the
+/// result) does not depend on the number of threads.
+pub const SHARDS: usize = 64;
+
+/// The shard of a fingerprint: its top bits (the hash maps inside a shard
+/// index by the low bits, so the two stay independent).
+pub fn shard_of(fp: u64) -> usize {
+    (fp >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+/// A hasher for keys that already are fingerprints.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | *b as u64;
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Zones per world (its fingerprint). A new zone included in a stored one
+/// of the same world adds nothing (zone successors are monotone: whatever
+/// it reaches in k steps, the larger zone reaches in at most k), so it is
+/// dropped. A stored zone is never evicted for a larger one met on a
+/// later level, which keeps the first violating level the shortest
+/// (Bengtsson & Yi 2004; see docs/model.md).
+#[derive(Default)]
+pub struct Zones {
+    map: HashMap<u64, Vec<Stored>, BuildHasherDefault<PassThrough>>,
+}
+
+/// A stored zone (in the canonical layout of its world), the level it was
+/// reached on and its index among its shard's states of that level.
+struct Stored {
+    zone: Dbm,
+    level: u64,
+    at: u32,
+}
+
+impl Zones {
+    /// Whether a stored zone of world `fp` includes `z`.
+    pub fn covers(&self, fp: u64, z: &Dbm) -> bool {
+        self.map
+            .get(&fp)
+            .is_some_and(|v| v.iter().any(|s| s.zone.includes(z)))
+    }
+
+    /// Stores `z` unless it is covered; true if stored.
+    pub fn insert(&mut self, fp: u64, zone: Dbm, level: u64, at: u32) -> bool {
+        let v = self.map.entry(fp).or_default();
+        if v.iter().any(|s| s.zone.includes(&zone)) {
+            return false;
+        }
+        v.push(Stored { zone, level, at });
+        true
+    }
+
+    /// Stores `z`, known not to be covered (by [`absorb`] just before).
+    fn insert_uncovered(&mut self, fp: u64, zone: Dbm, level: u64, at: u32) {
+        self.map
+            .entry(fp)
+            .or_default()
+            .push(Stored { zone, level, at });
+    }
+}
+
+/// A successor handed to its shard: its place in the batch, its world's
+/// fingerprint, its zone in the canonical layout, and the state itself.
+pub struct Arrival {
+    pub seq: u32,
+    pub fp: u64,
+    pub zone: Dbm,
+    pub state: ZState,
+}
+
+/// One shard: the zones of the worlds whose fingerprints fall in it, and
+/// the states this level added to it.
+#[derive(Default)]
+pub struct Shard {
+    zones: Zones,
+    /// States new on the level being built, by index in the shard.
+    pub next: Vec<ZState>,
+    /// `next[i]` was merged into another state of the level.
+    pub dead: Vec<bool>,
+    /// Fingerprints given a new zone on this level, for [`merge_level`].
+    fps: Vec<u64>,
+    /// Successors handed to this shard, in frontier order.
+    pub inbox: Vec<Arrival>,
+    /// For each successor of the inbox that is a new state: its `seq` and
+    /// its index in `next`.
+    pub placed: Vec<(u32, u32)>,
+}
+
+/// The passed list: [`SHARDS`] shards.
+pub struct Passed {
+    pub shards: Vec<Shard>,
+}
+
+impl Default for Passed {
+    fn default() -> Passed {
+        Passed {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+        }
+    }
+}
+
+impl Passed {
+    /// Whether a stored zone of world `fp` includes `z`.
+    pub fn covers(&self, fp: u64, z: &Dbm) -> bool {
+        self.shards[shard_of(fp)].zones.covers(fp, z)
+    }
+
+    /// Stores `z` unless it is covered (the initial state).
+    pub fn insert(&mut self, fp: u64, zone: Dbm, level: u64) -> bool {
+        self.shards[shard_of(fp)].zones.insert(fp, zone, level, 0)
+    }
+
+    /// Distinct worlds stored.
+    pub fn worlds(&self) -> u64 {
+        self.shards.iter().map(|s| s.zones.map.len() as u64).sum()
+    }
+
+    /// Hands `a` to its shard (call in frontier order).
+    pub fn hand(&mut self, a: Arrival) {
+        self.shards[shard_of(a.fp)].inbox.push(a);
+    }
+
+    /// Runs `f` on every shard, on up to `threads` threads. Shards are
+    /// independent, so the outcome does not depend on the threads.
+    pub fn each_shard(&mut self, threads: usize, f: impl Fn(&mut Shard) + Sync) {
+        if threads <= 1 {
+            self.shards.iter_mut().for_each(f);
+            return;
+        }
+        let queue = Mutex::new(self.shards.iter_mut());
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some(shard) = next else { break };
+                        f(shard);
+                    }
+                });
+            }
+        });
+    }
+}
+
+impl Shard {
+    /// Takes the inbox in order: each successor is dropped if a stored zone
+    /// includes it, merged into a state of this level when `merge` and the
+    /// union is a zone, and otherwise stored as a new state of `level`
+    /// (recorded in `placed`).
+    pub fn take_in(&mut self, canon: &Canon, merge: bool, level: u64) {
+        for a in std::mem::take(&mut self.inbox) {
+            let at = self.next.len() as u32;
+            if merge {
+                if absorb(canon, self, &a, level) {
+                    continue;
+                }
+                // Not absorbed: no stored zone includes it.
+                self.zones.insert_uncovered(a.fp, a.zone, level, at);
+                self.fps.push(a.fp);
+            } else if !self.zones.insert(a.fp, a.zone, level, at) {
+                continue;
+            }
+            self.placed.push((a.seq, at));
+            self.next.push(a.state);
+            self.dead.push(false);
+        }
+    }
+
+    /// The end of a level: groups merged ([`merge_level`]).
+    pub fn end_level(&mut self, canon: &Canon, level: u64) {
+        merge_level(canon, self, level);
+    }
+}
+
+/// Tries to merge the successor `s` into a state of the level being built
+/// with the very same world (same layout, so the zones compare directly)
+/// when the union of their zones is itself a zone (`Dbm::convex_union`).
+/// Merging is exact: the merged zone is exactly the set of clock values
+/// either reaches, and zone successors of a union are the union of the
+/// successors. Interleavings of independent steps (deliveries to different
+/// instances, two clients' moves) end in one world with zones that differ
+/// only in the order of the clocks those steps reset; together they cover
+/// both orders, so they merge. Returns true if `s` was absorbed.
+fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> bool {
+    let Shard {
+        zones, next, dead, ..
+    } = shard;
+    let Some(list) = zones.map.get_mut(&s.fp) else {
+        return false;
+    };
+    if list.iter().any(|e| e.zone.includes(&s.zone)) {
+        return true;
+    }
+    let mut into: Option<usize> = None;
+    let mut zone = s.state.zone.clone();
+    loop {
+        let mut hit = None;
+        for (i, e) in list.iter().enumerate() {
+            let at = e.at as usize;
+            if e.level != level || dead[at] || into == Some(i) || next[at].world != s.state.world {
+                continue;
+            }
+            if let Some(h) = next[at].zone.convex_union(&zone) {
+                hit = Some((i, h));
+                break;
+            }
+        }
+        let Some((i, h)) = hit else { break };
+        zone = h;
+        match into {
+            None => into = Some(i),
+            Some(keep) => {
+                // A second entry joins the first: it is dropped.
+                dead[list[i].at as usize] = true;
+                list.swap_remove(i);
+                if keep == list.len() {
+                    into = Some(i);
+                }
+            }
+        }
+    }
+    let Some(i) = into else { return false };
+    let at = list[i].at as usize;
+    next[at].zone = zone;
+    list[i].zone = canon.canonical(&next[at]).1;
+    true
+}
+
+/// Pieces the exactness test of a group merge may keep at once, per zone
+/// of the group; past it the group is left as it is (see [`merge_level`]).
+/// Most groups that reach the cap are not convex, and subtracting them
+/// costs more than it saves: at 16, `redlock --instances 3 --faults none`
+/// took 1.73 s instead of 1.28 s without group merging; at 4, 1.46 s,
+/// while `zookeeper --faults delay` went from 0.66 s (31,343 states) to
+/// 0.26 s (14,378).
+const PIECES_PER_ZONE: usize = 4;
+
+/// At the end of a level, merges the zones of one world that pairwise
+/// merging ([`absorb`]) left apart, when together they are convex. The
+/// orders of k independent steps leave k! zones that are cells of one
+/// box-like zone: adjacent orders merge pairwise, but once a few have
+/// merged, no two of the rest may have a convex union although all of
+/// them together do (measured on `redlock --faults none`: 1,260 zones of
+/// one world at depth 9, 313 after pairwise merging to a fixpoint, 1 as a
+/// group). Exact: the hull replaces the group only when
+/// `Dbm::covered_by_union` proves the hull is their union. The entry
+/// first met keeps its path (a violation's trace is rebuilt without
+/// merging when that path does not reach it, see `search::search_watched`).
+fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
+    let Shard {
+        zones,
+        next,
+        dead,
+        fps,
+        ..
+    } = shard;
+    fps.sort_unstable();
+    fps.dedup();
+    for fp in fps.drain(..) {
+        let Some(list) = zones.map.get_mut(&fp) else {
+            continue;
+        };
+        let mine: Vec<usize> = (0..list.len())
+            .filter(|&i| list[i].level == level && !dead[list[i].at as usize])
+            .collect();
+        if mine.len() < 2 {
+            continue;
+        }
+        // One group per world (a fingerprint is a world up to renaming).
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for i in mine {
+            let w = &next[list[i].at as usize].world;
+            match groups
+                .iter_mut()
+                .find(|g| next[list[g[0]].at as usize].world == *w)
+            {
+                Some(g) => g.push(i),
+                None => groups.push(vec![i]),
+            }
+        }
+        let mut gone: Vec<usize> = Vec::new();
+        // Two entries of one world left apart by `absorb` have been
+        // tried as a pair already: only groups of three or more can merge.
+        for g in groups.iter().filter(|g| g.len() >= 3) {
+            let hull = {
+                let zones: Vec<&Dbm> = g.iter().map(|&i| &next[list[i].at as usize].zone).collect();
+                let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
+                if hull.covered_by_union(&zones, PIECES_PER_ZONE * zones.len()) != Some(true) {
+                    continue;
+                }
+                hull
+            };
+            let keep = *g
+                .iter()
+                .min_by_key(|&&i| list[i].at)
+                .expect("a group of two or more");
+            let at = list[keep].at as usize;
+            next[at].zone = hull;
+            list[keep].zone = canon.canonical(&next[at]).1;
+            for &i in g.iter().filter(|&&i| i != keep) {
+                dead[list[i].at as usize] = true;
+                gone.push(i);
+            }
+        }
+        gone.sort_unstable_by(|a, b| b.cmp(a));
+        for i in gone {
+            list.swap_remove(i);
+        }
+    }
+}
