@@ -46,6 +46,28 @@ pub struct CheckArgs {
     /// Worker threads [default: one per core]; the result does not depend on it
     #[arg(long, value_name = "N", help_heading = "Search")]
     pub threads: Option<usize>,
+    /// With `check all`: run only shard I of N (0-based), the protocols at
+    /// positions I, I+N, I+2N ... of the ladder, for a Kubernetes Indexed Job
+    /// or a Slurm array. Needs --json; `locklab merge` combines the shards
+    #[arg(long, value_name = "I/N", help_heading = "Search")]
+    pub shard: Option<String>,
+    /// Hunt for counterexamples with a swarm of N depth-first searches instead
+    /// of the exhaustive breadth-first search: each explores successors in its
+    /// own seeded random order, within --max-states states and --max-depth
+    /// steps [default depth: 200]. NOT EXHAUSTIVE (unless a member explored
+    /// every state), and a counterexample found is not known to be shortest;
+    /// for spaces too large to exhaust. With --shard I/N, shard I runs its
+    /// slice of the members
+    #[arg(long, value_name = "N", help_heading = "Search")]
+    pub swarm: Option<u64>,
+    /// The seed of the swarm's first member; member i uses SEED+i
+    #[arg(
+        long,
+        value_name = "SEED",
+        default_value_t = 1,
+        help_heading = "Search"
+    )]
+    pub seed: u64,
     /// Skip the search for the smallest sets of fault kinds that break each invariant
     #[arg(long, help_heading = "Search")]
     pub no_fault_analysis: bool,
@@ -223,7 +245,11 @@ fn unexercised(inv: Invariant, r: &SearchResult) -> Option<String> {
 fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
     match r.stop {
         Stop::MaxStates => Some(format!("--max-states {}", opts.max_states.unwrap_or(0))),
-        Stop::MaxDepth => Some(format!("--max-depth {}", opts.max_depth.unwrap_or(0))),
+        Stop::MaxDepth => Some(format!(
+            "--max-depth {}",
+            opts.max_depth
+                .unwrap_or(locklab_models::swarm::DEFAULT_MAX_DEPTH)
+        )),
         Stop::Cancelled => Some(r.cancelled_by.clone().unwrap_or_default()),
         Stop::Exhausted | Stop::AllViolated => None,
     }
@@ -232,21 +258,101 @@ fn bound_text(r: &SearchResult, opts: &SearchOptions) -> Option<String> {
 /// Searches `m` and builds its check report: a verdict per invariant and a
 /// verified trace per counterexample (with the smallest fault sets when
 /// `analyse`).
+/// The members a swarm run runs: seeds `seed + first .. seed + end`.
+#[derive(Clone, Copy, Debug)]
+pub struct Swarm {
+    pub seed: u64,
+    pub first: u64,
+    pub end: u64,
+}
+
+impl Swarm {
+    fn seeds(self) -> std::ops::Range<u64> {
+        self.seed.saturating_add(self.first)..self.seed.saturating_add(self.end)
+    }
+
+    /// How the report names the strategy.
+    pub fn strategy(self) -> String {
+        let seeds = self.seeds();
+        format!(
+            "swarm of {} random-order depth-first searches (seeds {}..={}; not exhaustive, counterexamples not known to be shortest)",
+            seeds.end - seeds.start,
+            seeds.start,
+            seeds.end.saturating_sub(1)
+        )
+    }
+}
+
+/// The note of an invariant a swarm found no violation of.
+pub fn swarm_unknown_note(members: u64, states: u64, bound: &str) -> String {
+    format!(
+        "not exhaustive: {members} random-order depth-first searches met no violation in {} states; each stopped at {bound}",
+        crate::report::thousands(states)
+    )
+}
+
+/// The swarm `--swarm` asks for (the shard's slice of it with --shard).
+pub fn swarm_of(args: &CheckArgs) -> Result<Option<Swarm>, Failure> {
+    let Some(members) = args.swarm else {
+        return Ok(None);
+    };
+    if members == 0 || members > 1_000_000 {
+        return Err(Failure::input(
+            "--swarm must be between 1 and 1000000 members",
+        ));
+    }
+    let range = match &args.shard {
+        Some(s) => locklab_sim::summary::Shard::parse(s)
+            .map_err(Failure::input)?
+            .range(members),
+        None => 0..members,
+    };
+    Ok(Some(Swarm {
+        seed: args.seed,
+        first: range.start,
+        end: range.end,
+    }))
+}
+
 pub fn report(
     m: &LockModel,
     opts: &SearchOptions,
     analyse: bool,
     watch: Option<&Watch>,
 ) -> Result<CheckReport, Failure> {
+    report_with(m, opts, analyse, watch, None)
+}
+
+/// [`report`], by the breadth-first search or by a swarm.
+pub fn report_with(
+    m: &LockModel,
+    opts: &SearchOptions,
+    analyse: bool,
+    watch: Option<&Watch>,
+    swarm: Option<Swarm>,
+) -> Result<CheckReport, Failure> {
     let invariants = opts.invariants.clone();
     let name = m.proto.name();
-    let result = match watch {
-        Some(w) => {
+    let default_progress = locklab_models::search::Progress::default();
+    let result = match (watch, swarm) {
+        (_, Some(s)) => {
+            let progress = match watch {
+                Some(w) => {
+                    w.phase(format!("{name}: swarm"));
+                    w.progress()
+                }
+                None => &default_progress,
+            };
+            locklab_models::swarm::swarm(m, opts, s.seeds(), progress)
+        }
+        (Some(w), None) => {
             w.phase(format!("{name}: search"));
             search_watched(m, opts, w.progress())
         }
-        None => search(m, opts),
+        (None, None) => search(m, opts),
     };
+    // A swarm's fault sets would need exhaustive searches of their own.
+    let analyse = analyse && swarm.is_none();
 
     let mut traces: Vec<Trace> = Vec::new();
     let mut verdicts: Vec<Verdict> = Vec::new();
@@ -330,16 +436,19 @@ pub fn report(
                 traces.push(t);
             }
             None if result.exhaustive() => {
-                let explored = crate::report::thousands(result.states);
+                let explored = match swarm {
+                    None => format!(
+                        "every one of {} states explored",
+                        crate::report::thousands(result.states)
+                    ),
+                    Some(_) => "a swarm member explored every reachable state".into(),
+                };
                 let (status, note) = match unexercised(inv, &result) {
                     Some(why) => (
                         "vacuous",
-                        format!("{why}, so nothing could break it (every one of {explored} states explored)"),
+                        format!("{why}, so nothing could break it ({explored})"),
                     ),
-                    None => (
-                        "holds",
-                        format!("exhaustive: every one of {explored} states explored"),
-                    ),
+                    None => ("holds", format!("exhaustive: {explored}")),
                 };
                 verdicts.push(Verdict {
                     invariant: inv.name().into(),
@@ -360,12 +469,19 @@ pub fn report(
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
-                note: format!(
-                    "search incomplete: no counterexample of {} steps or fewer; stopped at {} after {} states",
-                    result.depth.saturating_sub(1),
-                    bound_text(&result, opts).unwrap_or_default(),
-                    crate::report::thousands(result.states)
-                ),
+                note: match swarm {
+                    None => format!(
+                        "search incomplete: no counterexample of {} steps or fewer; stopped at {} after {} states",
+                        result.depth.saturating_sub(1),
+                        bound_text(&result, opts).unwrap_or_default(),
+                        crate::report::thousands(result.states)
+                    ),
+                    Some(s) => swarm_unknown_note(
+                        s.end - s.first,
+                        result.states,
+                        &bound_text(&result, opts).unwrap_or_default(),
+                    ),
+                },
             }),
         }
     }
@@ -376,7 +492,7 @@ pub fn report(
         tool: format!("locklab {}", env!("CARGO_PKG_VERSION")),
         config: trace::config(m),
         search: SearchSummary {
-            strategy: "breadth-first".into(),
+            strategy: swarm.map_or("breadth-first".into(), Swarm::strategy),
             symmetry: opts.symmetry,
             states: result.states,
             transitions: result.transitions,
@@ -602,7 +718,18 @@ fn scenario(args: &CheckArgs, invariants: &[Invariant]) -> Option<ModelArgs> {
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     validate_run(args)?;
+    if args.shard.is_some() && args.model.protocol != "all" && args.swarm.is_none() {
+        return Err(Failure::input(format!(
+            "--shard splits `check all` into its protocols, or a --swarm into its members; one protocol's exhaustive check ({}) runs on one machine (use --threads)",
+            args.model.protocol
+        )));
+    }
     if args.model.protocol == "all" {
+        if args.swarm.is_some() {
+            return Err(Failure::input(
+                "--swarm hunts in one protocol's space: name the protocol (check PROTOCOL --swarm N)",
+            ));
+        }
         return crate::ladder::run(args);
     }
     let baseline = args.expect.as_deref().map(load_baseline).transpose()?;
@@ -628,17 +755,25 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if let Some(d) = &args.out_dir {
         crate::util::prepare_dir("out-dir", d)?;
     }
+    let swarm = swarm_of(args)?;
+    let shard = crate::check_shards::parse(args)?;
     let watch = Watch::start(limits(args)?);
     // A limit or Ctrl-C stops the search, which then reports what it has.
     watch.stop_gracefully();
-    let report = report(
+    let report = report_with(
         &m,
-        &search_options(args, invariants),
+        &search_options(args, invariants.clone()),
         !args.no_fault_analysis,
         Some(&watch),
+        swarm,
     )?;
     let interrupted = watch.interrupted();
     watch.done();
+    if let Some(s) = shard {
+        let plan = vec![crate::check_shards::planned(&m, &invariants)];
+        let color = crate::util::stdout_color();
+        return crate::check_shards::finish(args, s, plan, vec![report], color);
+    }
     let code = |report: &CheckReport| {
         if interrupted {
             crate::watch::EXIT_INTERRUPTED

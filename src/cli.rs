@@ -33,7 +33,7 @@ pub enum Command {
     /// ./locklab.toml when it exists); an option on the command line
     /// overrides the file's.
     #[command(allow_negative_numbers = true, args_override_self = true)]
-    Check(crate::check::CheckArgs),
+    Check(Box<crate::check::CheckArgs>),
     /// The pre-launch review of a described lock: the exhaustive check with the smallest fault
     /// sets, the simulator's rates, the fixes that block each counterexample (each confirmed by
     /// its own check), and the article's §9.2 checklist (docs/audit.md).
@@ -48,7 +48,7 @@ pub enum Command {
     /// each state is a world with the zone of its clock values (µs), each step an action
     /// with the answers its timing questions took (needs the `explore` feature, on by default)
     #[command(allow_negative_numbers = true)]
-    Explore(ExploreArgs),
+    Explore(Box<ExploreArgs>),
     /// Read trace files: render, explain, validate, or run a schedule against another protocol
     #[command(subcommand)]
     Trace(crate::trace_cmd::TraceCommand),
@@ -67,7 +67,9 @@ pub enum Command {
     /// the options, their defaults and sharding.
     #[command(args_override_self = true)]
     Simulate(Box<crate::sim_cmd::SimulateArgs>),
-    /// Combine the --json summaries of `simulate --shard` runs into the single-machine result
+    /// Combine the --json files of `simulate --shard` or `check all --shard` runs into the
+    /// single-machine result. Exit codes: as the command the shards ran (0 none broken, 1 a
+    /// violation found, 3 check: a search incomplete), 2 bad input or shards that do not fit
     Merge(crate::sim_cmd::MergeArgs),
     /// Generate the counterexample gallery: a page per protocol with each broken invariant's
     /// shortest counterexample (story, SVG, Mermaid, trace file) and the protocol × invariant matrix
@@ -102,14 +104,17 @@ pub enum SchemaName {
     Simulation,
     /// The report of `audit --json`
     AuditReport,
+    /// The file of `check all --shard I/N --json`
+    CheckShard,
 }
 
 impl SchemaName {
-    const ALL: [SchemaName; 4] = [
+    const ALL: [SchemaName; 5] = [
         SchemaName::Trace,
         SchemaName::CheckReport,
         SchemaName::Simulation,
         SchemaName::AuditReport,
+        SchemaName::CheckShard,
     ];
 
     fn file(self) -> &'static str {
@@ -118,6 +123,7 @@ impl SchemaName {
             SchemaName::CheckReport => "check-report.schema.json",
             SchemaName::Simulation => "simulation.schema.json",
             SchemaName::AuditReport => "audit-report.schema.json",
+            SchemaName::CheckShard => "check-shard.schema.json",
         }
     }
 
@@ -127,6 +133,7 @@ impl SchemaName {
             SchemaName::CheckReport => locklab_traces::schema::check_report(),
             SchemaName::Simulation => locklab_sim::summary::schema(),
             SchemaName::AuditReport => crate::audit::schema(),
+            SchemaName::CheckShard => crate::check_shards::schema(),
         }
     }
 }
@@ -136,7 +143,7 @@ pub struct SchemaArgs {
     /// The document whose schema to print
     #[arg(value_enum, required_unless_present = "out", conflicts_with = "out")]
     pub name: Option<SchemaName>,
-    /// Write every schema into DIR (trace.schema.json, check-report.schema.json, simulation.schema.json, audit-report.schema.json)
+    /// Write every schema into DIR (trace.schema.json, check-report.schema.json, simulation.schema.json, audit-report.schema.json, check-shard.schema.json)
     #[arg(long, value_name = "DIR")]
     pub out: Option<std::path::PathBuf>,
 }

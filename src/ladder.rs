@@ -4,9 +4,10 @@
 
 use crate::check::{CheckArgs, exit_code, report, search_options, trace_file_name, write_traces};
 use crate::util::{Failure, write_atomic};
-use locklab_models::{FaultKind, Invariant, protocols};
+use locklab_models::{FaultKind, Invariant, LockModel, protocols};
 use locklab_traces::{CheckReport, Format};
 use std::fmt::Write;
+use std::path::Path;
 
 /// The options of `check` that name one protocol's knobs make no sense
 /// for every protocol at once.
@@ -35,6 +36,7 @@ fn refuse_protocol_knobs(args: &CheckArgs) -> Result<(), Failure> {
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     refuse_protocol_knobs(args)?;
+    let shard = crate::check_shards::parse(args)?;
     let baseline = args
         .expect
         .as_deref()
@@ -80,16 +82,97 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         ),
     };
 
+    let plan = plan(args, asked.as_deref(), wanted.as_deref())?;
+    let mine: Vec<&Planned> = plan
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|s| *i as u64 % s.count == s.index))
+        .map(|(_, p)| p)
+        .collect();
+
     if let Some(d) = &args.out_dir {
         crate::util::prepare_dir("out-dir", d)?;
     }
     let watch = crate::watch::Watch::start(crate::check::limits(args)?);
     let color = crate::util::stdout_color();
+    let faults = args.model.faults.as_deref();
     let mut reports: Vec<CheckReport> = Vec::new();
-    for (i, proto) in protocols::ALL.iter().enumerate() {
+    for (i, p) in mine.iter().enumerate() {
+        note!(
+            "{}checking {} ...",
+            crate::watch::clear_line(),
+            p.model.proto.name()
+        );
+        // Should the run end during this protocol, what is finished is
+        // printed and the rest named.
+        let pending = mine[i + 1..]
+            .iter()
+            .map(|p| p.model.proto.name().to_string())
+            .collect();
+        watch.finished(
+            stdout_text(&reports, faults, args.out_dir.as_deref(), format, color),
+            pending,
+        );
+        reports.push(report(
+            &p.model,
+            &search_options(args, p.invariants.clone()),
+            !args.no_fault_analysis,
+            Some(&watch),
+        )?);
+    }
+    watch.done();
+
+    if let Some(s) = shard {
+        let plan = crate::check_shards::ladder_plan(&plan);
+        return crate::check_shards::finish(args, s, plan, reports, color);
+    }
+    let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
+    let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
+    if let Some(p) = &args.json
+        && !json_to_stdout
+    {
+        write_atomic(p, &all)?;
+    }
+    if let Some(d) = &args.out_dir {
+        let refs: Vec<&CheckReport> = reports.iter().collect();
+        write_traces(d, &refs, format)?;
+    }
+    if json_to_stdout {
+        out!("{all}")?;
+    } else {
+        out!(
+            "{}",
+            stdout_text(&reports, faults, args.out_dir.as_deref(), format, color)
+        )?;
+    }
+    if let Some(b) = &baseline {
+        let refs: Vec<&CheckReport> = reports.iter().collect();
+        return Ok(crate::check::expect_exit(b, &refs));
+    }
+    Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
+}
+
+/// One protocol's check in `check all`: its model, as the options and its
+/// defaults make it, and the invariants that apply to it.
+pub struct Planned {
+    pub model: LockModel,
+    pub invariants: Vec<Invariant>,
+}
+
+/// Every check `check all` runs, in the order of `protocols::ALL`: a
+/// protocol none of whose invariants is asked for is left out. Building a
+/// model costs nothing next to searching it, so every shard builds the
+/// whole plan, and `merge` can tell that the shards ran the same one.
+fn plan(
+    args: &CheckArgs,
+    asked: Option<&[FaultKind]>,
+    wanted: Option<&[Invariant]>,
+) -> Result<Vec<Planned>, Failure> {
+    let mut plan = Vec::new();
+    for proto in protocols::ALL.iter() {
         let mut margs = args.model.clone();
         margs.protocol = proto.name().to_string();
-        if let Some(kinds) = &asked {
+        if let Some(kinds) = asked {
             let mine: Vec<&str> = kinds
                 .iter()
                 .filter(|k| proto.faults().contains(k))
@@ -106,69 +189,42 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                     .is_some_and(|k| proto.faults().contains(&k))
             });
         }
-        let m = crate::check::reductions(args, margs.build()?);
+        let model = crate::check::reductions(args, margs.build()?);
         let invariants: Vec<Invariant> = Invariant::ALL
             .into_iter()
-            .filter(|i| i.applies(&m))
-            .filter(|i| wanted.as_ref().is_none_or(|w| w.contains(i)))
+            .filter(|i| i.applies(&model))
+            .filter(|i| wanted.is_none_or(|w| w.contains(i)))
             .collect();
-        if invariants.is_empty() {
-            continue;
+        if !invariants.is_empty() {
+            plan.push(Planned { model, invariants });
         }
-        note!(
-            "{}checking {} ...",
-            crate::watch::clear_line(),
-            proto.name()
-        );
-        // Should the run end during this protocol, what is finished is
-        // printed and the rest named.
-        let pending = protocols::ALL[i + 1..]
-            .iter()
-            .map(|p| p.name().to_string())
-            .collect();
-        watch.finished(stdout_text(&reports, args, format, color), pending);
-        reports.push(report(
-            &m,
-            &search_options(args, invariants),
-            !args.no_fault_analysis,
-            Some(&watch),
-        )?);
     }
-    watch.done();
-
-    let all = serde_json::to_string_pretty(&reports).expect("reports serialise") + "\n";
-    let json_to_stdout = args.json.as_deref().is_some_and(crate::util::is_dash);
-    if let Some(p) = &args.json
-        && !json_to_stdout
-    {
-        write_atomic(p, &all)?;
-    }
-    if let Some(d) = &args.out_dir {
-        let refs: Vec<&CheckReport> = reports.iter().collect();
-        write_traces(d, &refs, format)?;
-    }
-    if json_to_stdout {
-        out!("{all}")?;
-    } else {
-        out!("{}", stdout_text(&reports, args, format, color))?;
-    }
-    if let Some(b) = &baseline {
-        let refs: Vec<&CheckReport> = reports.iter().collect();
-        return Ok(crate::check::expect_exit(b, &refs));
-    }
-    Ok(exit_code(reports.iter().flat_map(|r| r.verdicts.iter())))
+    Ok(plan)
 }
 
 /// What `check all` prints: every report as JSON, or the matrix.
-fn stdout_text(reports: &[CheckReport], args: &CheckArgs, format: Format, color: bool) -> String {
+fn stdout_text(
+    reports: &[CheckReport],
+    faults: Option<&str>,
+    out_dir: Option<&Path>,
+    format: Format,
+    color: bool,
+) -> String {
     if format == Format::Json {
         serde_json::to_string_pretty(reports).expect("reports serialise") + "\n"
     } else {
-        matrix(reports, args, color)
+        matrix(reports, faults, out_dir, color)
     }
 }
 
-fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
+/// The protocol × invariant matrix of `reports`, as run with `--faults
+/// faults`; trace files are named in `out_dir` when given.
+pub fn matrix(
+    reports: &[CheckReport],
+    faults: Option<&str>,
+    out_dir: Option<&Path>,
+    color: bool,
+) -> String {
     let (red, green, yellow, reset) = if color {
         ("\x1b[1;31m", "\x1b[32m", "\x1b[33m", "\x1b[0m")
     } else {
@@ -179,7 +235,7 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
         .first()
         .and_then(|r| r.config.params.get("max-faults"))
         .and_then(|v| v.as_u64());
-    let kinds = match args.model.faults.as_deref().map(str::trim) {
+    let kinds = match faults.map(str::trim) {
         None | Some("all") => "every fault kind its lock service can suffer".to_string(),
         Some("none") => "no fault".to_string(),
         Some(list) => format!("the fault kinds {list} where its lock service can suffer them"),
@@ -264,7 +320,7 @@ fn matrix(reports: &[CheckReport], args: &CheckArgs, color: bool) -> String {
                 .traces
                 .iter()
                 .find(|t| t.invariant == v.invariant)
-                .zip(args.out_dir.as_ref())
+                .zip(out_dir)
                 .map(|(t, d)| format!(" -> {}", d.join(trace_file_name(t)).display()))
                 .unwrap_or_default();
             let _ = writeln!(

@@ -10,6 +10,7 @@ mod article;
 mod audit;
 mod bench;
 mod check;
+mod check_shards;
 mod cli;
 mod clients_table;
 mod config;

@@ -264,11 +264,17 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
         let _ = writeln!(out);
         let _ = writeln!(out, "  {s}");
     }
+    // A swarm's depth-first paths are whatever paths its members took.
+    let which = if r.search.strategy.starts_with("swarm") {
+        "the shortest counterexample the swarm found"
+    } else {
+        "shortest counterexample"
+    };
     for t in r.traces.iter().filter(|_| traces.is_some()) {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "{bold}== {}: shortest counterexample ({} steps, replayed through the model){reset}",
+            "{bold}== {}: {which} ({} steps, replayed through the model){reset}",
             t.invariant,
             t.steps.len()
         );

@@ -63,7 +63,8 @@ pub struct SimulateArgs {
     /// Do not read ./locklab.toml
     #[arg(long, help_heading = "Description file")]
     pub no_config: bool,
-    /// Write each invariant's first-violation trace here (for a sweep: the CSV and the SVG chart)
+    /// Write each invariant's first-violation trace here (for a sweep: the
+    /// CSV and the SVG chart; for check shards: every counterexample)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub out_dir: Option<PathBuf>,
 
@@ -386,13 +387,17 @@ impl SimulateArgs {
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {
-    /// Summaries written by `locklab simulate ... --shard I/N --json`, one per shard
+    /// The shards' files, one per shard: the --json summaries of `locklab
+    /// simulate ... --shard I/N`, or the --json files of `locklab check all
+    /// --shard I/N`
     #[arg(required = true, value_name = "SUMMARY")]
     pub files: Vec<PathBuf>,
-    /// Print the merged summary as JSON on standard output
+    /// Print the merged result as JSON on standard output (check shards: the
+    /// reports, as `check all --json` prints them)
     #[arg(long)]
     pub json: bool,
-    /// Write each invariant's first-violation trace here (for a sweep: the CSV and the SVG chart)
+    /// Write each invariant's first-violation trace here (for a sweep: the
+    /// CSV and the SVG chart; for check shards: every counterexample)
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 }
@@ -635,19 +640,33 @@ pub fn summarize(args: &SimulateArgs) -> Result<Summary, Failure> {
 }
 
 pub fn merge(args: &MergeArgs) -> Result<i32, Failure> {
-    let mut parts = Vec::new();
+    let mut texts = Vec::new();
     for f in &args.files {
-        let text = crate::util::read_input(f)?;
+        texts.push((f.display().to_string(), crate::util::read_input(f)?));
+    }
+    let checks = texts
+        .iter()
+        .filter(|(_, t)| crate::check_shards::is_check_shard(t))
+        .count();
+    if checks == texts.len() {
+        return crate::check_shards::merge(texts, args);
+    }
+    if checks > 0 {
+        return Err(Failure::input(
+            "merge was given check shards and simulation summaries together: merge each kind on its own",
+        ));
+    }
+    let mut parts = Vec::new();
+    for (f, text) in texts {
         let s: Summary = serde_json::from_str(&text).map_err(|e| {
             Failure::input(format!(
-                "{}: not a simulation summary ({e}); merge reads the --json output of `locklab simulate --shard`",
-                f.display()
+                "{f}: not a simulation summary ({e}); merge reads the --json output of `locklab simulate --shard` or `locklab check all --shard`"
             ))
         })?;
-        s.config.validate().map_err(|e| {
-            Failure::input(format!("{}: bad options in the summary: {e}", f.display()))
-        })?;
-        parts.push((f.display().to_string(), s));
+        s.config
+            .validate()
+            .map_err(|e| Failure::input(format!("{f}: bad options in the summary: {e}")))?;
+        parts.push((f, s));
     }
     let summary = Summary::merge(parts).map_err(Failure::input)?;
     if let Some(d) = &args.out_dir {

@@ -7,11 +7,12 @@ mod common;
 use common::{locklab, scratch, stderr, stdout};
 use std::path::{Path, PathBuf};
 
-const SCHEMAS: [&str; 4] = [
+const SCHEMAS: [&str; 5] = [
     "trace.schema.json",
     "check-report.schema.json",
     "simulation.schema.json",
     "audit-report.schema.json",
+    "check-shard.schema.json",
 ];
 
 fn repo() -> PathBuf {
@@ -120,6 +121,37 @@ fn real_documents_conform_to_the_schemas() {
         written += 1;
     }
     assert!(written > 0, "simulate wrote no trace");
+
+    // A shard of `check all`, and a shard of a swarm.
+    let shard = validator("check-shard.schema.json");
+    for args in [
+        &[
+            "check",
+            "all",
+            "--faults",
+            "none",
+            "--max-states",
+            "3000",
+            "--shard",
+            "2/3",
+        ][..],
+        &[
+            "check",
+            "naive-del",
+            "--swarm",
+            "2",
+            "--max-states",
+            "3000",
+            "--shard",
+            "1/2",
+        ][..],
+    ] {
+        let mut a = args.to_vec();
+        a.extend(["--json", "-"]);
+        let o = locklab(&a);
+        assert!(matches!(o.status.code(), Some(0 | 1 | 3)), "{}", stderr(&o));
+        conform(&shard, &args.join(" "), &json(&stdout(&o)));
+    }
 
     // An audit report.
     let audit = validator("audit-report.schema.json");

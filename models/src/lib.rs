@@ -33,6 +33,7 @@ pub mod protocols;
 pub mod redis;
 pub mod resource;
 pub mod search;
+pub mod swarm;
 pub mod time;
 pub mod trace;
 pub mod transfer;

@@ -98,7 +98,7 @@ impl Progress {
         self.set(0, 0);
     }
 
-    fn set(&self, states: u64, depth: u64) {
+    pub(crate) fn set(&self, states: u64, depth: u64) {
         self.states.store(states, Ordering::Relaxed);
         self.depth.store(depth, Ordering::Relaxed);
     }
@@ -274,7 +274,7 @@ struct Found {
 }
 
 /// The number of worker threads to use.
-fn workers(requested: usize) -> usize {
+pub(crate) fn workers(requested: usize) -> usize {
     if requested > 0 {
         requested
     } else {
@@ -340,7 +340,7 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
 
 /// Whether `path` (empty when it could not be rebuilt) is a violation of
 /// `inv` with real times.
-fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool {
+pub(crate) fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool {
     if path.is_empty() {
         return !inv.holds_in(m, &m.zinit());
     }
@@ -654,15 +654,7 @@ fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<Vec<PathSte
     let mut path = Vec::with_capacity(links.len());
     for l in links {
         let answers = l.answers();
-        let Some(n) = m.follow(&s, &l.action, &answers) else {
-            if std::env::var("DBGP").is_ok() {
-                eprintln!(
-                    "path_to: cannot follow {:?} {:?} from {:?}",
-                    l.action, answers, s.world
-                );
-            }
-            return None;
-        };
+        let n = m.follow(&s, &l.action, &answers)?;
         s = n;
         path.push((l.action, answers));
     }
