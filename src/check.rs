@@ -291,8 +291,11 @@ pub fn swarm_unknown_note(members: u64, states: u64, bound: &str) -> String {
     )
 }
 
-/// The swarm `--swarm` asks for (the shard's slice of it with --shard).
-pub fn swarm_of(args: &CheckArgs) -> Result<Option<Swarm>, Failure> {
+/// The swarm `--swarm` asks for (`shard`'s slice of it, when sharded).
+pub fn swarm_of(
+    args: &CheckArgs,
+    shard: Option<locklab_sim::summary::Shard>,
+) -> Result<Option<Swarm>, Failure> {
     let Some(members) = args.swarm else {
         return Ok(None);
     };
@@ -301,12 +304,7 @@ pub fn swarm_of(args: &CheckArgs) -> Result<Option<Swarm>, Failure> {
             "--swarm must be between 1 and 1000000 members",
         ));
     }
-    let range = match &args.shard {
-        Some(s) => locklab_sim::summary::Shard::parse(s)
-            .map_err(Failure::input)?
-            .range(members),
-        None => 0..members,
-    };
+    let range = shard.map_or(0..members, |s| s.range(members));
     Ok(Some(Swarm {
         seed: args.seed,
         first: range.start,
@@ -755,8 +753,8 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     if let Some(d) = &args.out_dir {
         crate::util::prepare_dir("out-dir", d)?;
     }
-    let swarm = swarm_of(args)?;
     let shard = crate::check_shards::parse(args)?;
+    let swarm = swarm_of(args, shard)?;
     let watch = Watch::start(limits(args)?);
     // A limit or Ctrl-C stops the search, which then reports what it has.
     watch.stop_gracefully();

@@ -260,3 +260,20 @@ fn swarm_options_that_make_no_sense_are_refused() {
         "--swarm must be between 1",
     );
 }
+
+#[test]
+fn a_shard_is_not_compared_with_a_baseline() {
+    rejects(
+        &[
+            "check",
+            "all",
+            "--shard",
+            "0/2",
+            "--json",
+            "-",
+            "--expect",
+            "base.json",
+        ],
+        "--expect with --shard",
+    );
+}
