@@ -14,6 +14,8 @@ COPY traces traces
 COPY replay replay
 # The starter lock description `locklab init` writes is compiled in.
 COPY examples examples
+# So are the Spin peer models `locklab bench --peers` runs.
+COPY peers peers
 RUN cargo build --release --locked --bin locklab
 
 FROM debian:bookworm-slim

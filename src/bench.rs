@@ -23,6 +23,19 @@ pub struct BenchArgs {
     /// With --sim: runs per protocol (1 to 100,000,000) [default: 20000]
     #[arg(long, value_name = "N")]
     pub sim_runs: Option<u64>,
+    /// Ask the same questions of the Spin model checker (Debian package `spin`,
+    /// with gcc) and print both tools' states, time, states/s and bytes per state
+    #[arg(long)]
+    pub peers: bool,
+    /// With --peers: only this question (repeatable; see docs/bench.md for the list)
+    #[arg(long, value_name = "ID")]
+    pub row: Vec<String>,
+    /// With --peers: stop each tool's run after this many seconds [default: 300]
+    #[arg(long, value_name = "SECONDS")]
+    pub peer_time_limit: Option<u64>,
+    /// With --peers: locklab's --max-states for each question [default: check's, 500000]
+    #[arg(long, value_name = "N")]
+    pub max_states: Option<u64>,
 }
 
 struct Case {
@@ -71,6 +84,18 @@ fn cases(heavy: bool) -> Vec<Case> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
+    if !args.peers
+        && (!args.row.is_empty() || args.peer_time_limit.is_some() || args.max_states.is_some())
+    {
+        return Err(Failure::input(
+            "--row, --peer-time-limit and --max-states apply to the peer benchmark only: add --peers",
+        ));
+    }
+    if args.sim && args.peers {
+        return Err(Failure::input(
+            "--sim and --peers are two benchmarks: pick one",
+        ));
+    }
     match (args.sim, args.sim_runs) {
         (false, Some(_)) => {
             return Err(Failure::input(
@@ -89,6 +114,18 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
         .map_err(|e| Failure::input(format!("cannot find the locklab executable: {e}")))?;
     if args.threads == Some(0) {
         return Err(Failure::input("--threads must be at least 1"));
+    }
+    if args.peers {
+        let limit = args.peer_time_limit.unwrap_or(300);
+        if limit == 0 {
+            return Err(Failure::input(
+                "--peer-time-limit must be at least 1 second",
+            ));
+        }
+        if args.max_states == Some(0) {
+            return Err(Failure::input("--max-states must be at least 1"));
+        }
+        return crate::bench_peers::run(&exe, &args.row, args.threads, limit, args.max_states);
     }
     outln!(
         "{:<46} {:>12} {:>9} {:>12} {:>10} {:>11} {:>8}",

@@ -9,6 +9,7 @@ mod against;
 mod article;
 mod audit;
 mod bench;
+mod bench_peers;
 mod check;
 mod check_shards;
 mod cli;

@@ -1961,7 +1961,7 @@ fn transport_retries_re_send_a_timed_out_request_on_a_new_connection() {
     assert!(out.contains("VIOLATED in 17 steps"), "{out}");
     assert!(out.contains("(transport retry 1 of 10)"), "{out}");
     assert!(
-        out.contains("(a stale request: c2 had closed this connection) (sent at step 6"),
+        out.contains("(a stale request: c2 had closed this connection) (sent at step 5"),
         "{out}"
     );
 

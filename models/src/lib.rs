@@ -39,6 +39,7 @@ pub mod trace;
 pub mod transfer;
 pub mod units;
 pub mod view;
+pub mod witness;
 pub mod world;
 
 pub use action::Action;

@@ -33,6 +33,7 @@ use crate::engine::passed::{Arrival, Passed, Zones};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
 use crate::model::LockModel;
+use crate::witness;
 use crate::world::World;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -151,6 +152,9 @@ pub struct SearchResult {
     /// Whether some state reached has a client that believes it holds the
     /// lock: without one, `mutual_exclusion` would hold vacuously.
     pub acquired: bool,
+    /// Traces rebuilt through merged zones (`witness`): the violating
+    /// state's first path did not reach the part of its zone that violates.
+    pub rebuilt: usize,
 }
 
 impl SearchResult {
@@ -252,7 +256,7 @@ fn successors(m: &LockModel, s: &ZState) -> Vec<Succ> {
     out
 }
 
-const ROOT: u32 = u32::MAX;
+pub(crate) const ROOT: u32 = u32::MAX;
 
 /// States expanded between two merges: bounds the memory held by
 /// successors that are not yet deduplicated.
@@ -291,12 +295,15 @@ pub fn search(m: &LockModel, opts: &SearchOptions) -> SearchResult {
 pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) -> SearchResult {
     let start = Instant::now();
     progress.reset();
-    let (mut r, depths) = search_with(m, opts, true, progress);
+    let run = search_with(m, opts, true, false, progress);
+    let mut r = run.result;
+    let depths = run.depths;
     // A merged state keeps the path of its first contributor, which may not
-    // reach the part of the zone that violates: then the shortest trace
-    // comes from the search without merging, bounded at the depth found
-    // (the merged search reaches exactly the same states level by level,
-    // so that depth is the shortest).
+    // reach the part of the zone that violates. Then the search is run
+    // again to that depth, noting every step that contributed to a merged
+    // zone, and the trace is rebuilt along those steps alone
+    // (`witness::rebuild`): the same length, since the violation's level
+    // is the first violating one.
     let mut lost = Vec::new();
     for (inv, path) in r.violations.iter_mut() {
         if !feasible(m, path, *inv) {
@@ -307,15 +314,20 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
                 ..opts.clone()
             };
             progress.reset();
-            if let Some(p) = search_with(m, &bounded, false, progress)
-                .0
-                .violations
-                .remove(inv)
-            {
-                *path = p;
-            } else {
+            let again = search_with(m, &bounded, true, true, progress);
+            let rebuilt = match (again.targets.get(inv), again.contributors) {
+                (Some(&target), Some(contributors)) if progress.cancelled().is_none() => {
+                    witness::rebuild(m, &again.parent, &contributors, target, *inv, progress)
+                }
+                _ => None,
+            };
+            match rebuilt {
+                Some(p) => {
+                    *path = p;
+                    r.rebuilt += 1;
+                }
                 // Only a stopped search can fail to find it again.
-                lost.push(*inv);
+                None => lost.push(*inv),
             }
         }
     }
@@ -362,20 +374,44 @@ pub(crate) fn feasible(m: &LockModel, path: &[PathStep], inv: Invariant) -> bool
 /// steps keeps its own zone. For the fallback above and for tests that
 /// compare the two.
 pub fn search_unmerged(m: &LockModel, opts: &SearchOptions) -> SearchResult {
-    search_with(m, opts, false, &Progress::default()).0
+    search_with(m, opts, false, false, &Progress::default()).result
 }
 
-/// The search, and the depth of each violation found.
+/// What [`search_with`] leaves: the result, and what rebuilding a trace
+/// through a merged state needs.
+struct Run {
+    result: SearchResult,
+    /// The depth of each violation found.
+    depths: BTreeMap<Invariant, u64>,
+    /// The state each violation was found in.
+    targets: BTreeMap<Invariant, u32>,
+    /// Each state's first parent and the step from it.
+    parent: Vec<(u32, Link)>,
+    /// When asked for: every other step into a merged state.
+    contributors: Option<witness::Contributors>,
+}
+
+/// The search: merging zones of one level when `merge`, noting how they
+/// were merged when `record`.
 fn search_with(
     m: &LockModel,
     opts: &SearchOptions,
     merge: bool,
+    record: bool,
     progress: &Progress,
-) -> (SearchResult, BTreeMap<Invariant, u64>) {
+) -> Run {
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
     let threads = workers(opts.threads);
-    let mut seen = Passed::default();
+    let mut seen = if record {
+        Passed::recording()
+    } else {
+        Passed::default()
+    };
+    let mut contributors = record.then(witness::Contributors::default);
+    // When recording: the id of each state of the level being built, by
+    // shard and index in the shard's `next`.
+    let mut ids: Vec<Vec<u32>> = vec![Vec::new(); if record { seen.shards.len() } else { 0 }];
     // parent[id] = (parent id, the step from it)
     let mut parent: Vec<(u32, Link)> = Vec::new();
     let mut found: BTreeMap<Invariant, u32> = BTreeMap::new();
@@ -455,7 +491,8 @@ fn search_with(
         };
 
     'levels: while !frontier.is_empty() {
-        if pending.is_empty() {
+        // With no invariant asked for, the whole space is explored.
+        if pending.is_empty() && !opts.invariants.is_empty() {
             stop = Stop::AllViolated;
             break;
         }
@@ -547,6 +584,12 @@ fn search_with(
                         }
                     }
                 }
+                if let Some(row) = ids.get_mut(sh) {
+                    if row.len() <= at as usize {
+                        row.resize(at as usize + 1, ROOT);
+                    }
+                    row[at as usize] = nid;
+                }
                 order.push((sh, at, nid));
                 if opts
                     .max_states
@@ -554,6 +597,17 @@ fn search_with(
                 {
                     stop = Stop::MaxStates;
                     break;
+                }
+            }
+            if let Some(c) = contributors.as_mut() {
+                for (sh, shard) in seen.shards.iter_mut().enumerate() {
+                    for (seq, into) in shard.absorbed.drain(..) {
+                        let (from, step, _) = meta[seq as usize];
+                        c.step_into(id_at(&ids, sh, into), frontier[from].0, step);
+                    }
+                    for (gone, kept) in shard.joined.drain(..) {
+                        c.join(id_at(&ids, sh, gone), id_at(&ids, sh, kept));
+                    }
                 }
             }
             if stop == Stop::MaxStates {
@@ -576,6 +630,14 @@ fn search_with(
         }
         if merge {
             seen.each_shard(threads, |shard| shard.end_level(&canon, depth + 1));
+        }
+        if let Some(c) = contributors.as_mut() {
+            for (sh, shard) in seen.shards.iter_mut().enumerate() {
+                for (gone, kept) in shard.joined.drain(..) {
+                    c.join(id_at(&ids, sh, gone), id_at(&ids, sh, kept));
+                }
+            }
+            ids.iter_mut().for_each(Vec::clear);
         }
         let mut taken: Vec<Vec<Option<ZState>>> = seen
             .shards
@@ -613,11 +675,11 @@ fn search_with(
         })
         .collect();
     let violations = found
-        .into_iter()
-        .map(|(inv, id)| (inv, path_to(m, &parent, id).unwrap_or_default()))
+        .iter()
+        .map(|(inv, id)| (*inv, path_to(m, &parent, *id).unwrap_or_default()))
         .collect();
-    (
-        SearchResult {
+    Run {
+        result: SearchResult {
             violations,
             states: parent.len() as u64,
             worlds: seen.worlds(),
@@ -629,9 +691,19 @@ fn search_with(
             max_accepted_writes,
             cancelled_by: None,
             acquired,
+            rebuilt: 0,
         },
         depths,
-    )
+        targets: found,
+        parent,
+        contributors,
+    }
+}
+
+/// The id of the state at index `at` of shard `sh`'s level, [`ROOT`] if
+/// it was not numbered (a search stopped within the level).
+fn id_at(ids: &[Vec<u32>], sh: usize, at: u32) -> u32 {
+    ids[sh].get(at as usize).copied().unwrap_or(ROOT)
 }
 
 /// Peak resident memory of this process so far (Linux: `VmHWM`).
@@ -646,7 +718,7 @@ pub fn peak_memory_bytes() -> Option<u64> {
 /// initial state and replaying the steps forward. `None` if a step cannot
 /// be taken along the way: a state that absorbed others by merging keeps
 /// its first parent, whose own zone may not allow every later step.
-fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<Vec<PathStep>> {
+pub(crate) fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<Vec<PathStep>> {
     let mut links = Vec::new();
     let mut cur = id;
     while parent[cur as usize].0 != ROOT {
@@ -668,8 +740,8 @@ fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<Vec<PathSte
 /// A step as stored in the parent links: the action and the answers to
 /// its timing questions (a bit each, at most 32).
 #[derive(Clone, Copy, Debug)]
-struct Link {
-    action: Action,
+pub(crate) struct Link {
+    pub(crate) action: Action,
     bits: u32,
     asks: u8,
 }
@@ -697,7 +769,12 @@ impl Link {
         }
     }
 
-    fn answers(&self) -> Vec<bool> {
+    /// A total order on steps, to keep lists of them deterministic.
+    pub(crate) fn sort_key(&self) -> (Action, u32, u8) {
+        (self.action, self.bits, self.asks)
+    }
+
+    pub(crate) fn answers(&self) -> Vec<bool> {
         (0..self.asks).map(|i| self.bits >> i & 1 == 1).collect()
     }
 }

@@ -276,5 +276,6 @@ pub fn swarm(
             .unwrap_or(0),
         cancelled_by: progress.cancelled(),
         acquired: members.iter().any(|(_, r)| r.acquired),
+        rebuilt: 0,
     }
 }

@@ -99,6 +99,11 @@ pub const CHROMEDRIVER: Tool = Tool {
     names: &["chromedriver"],
     package: "chromium-driver",
 };
+/// The Spin model checker (`locklab bench --peers`).
+pub const SPIN: Tool = Tool {
+    names: &["spin"],
+    package: "spin",
+};
 pub const ETCD: Tool = Tool {
     names: &["etcd"],
     package: "etcd-server",

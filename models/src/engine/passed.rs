@@ -120,6 +120,15 @@ pub struct Shard {
     /// For each successor of the inbox that is a new state: its `seq` and
     /// its index in `next`.
     pub placed: Vec<(u32, u32)>,
+    /// Whether to note how zones were merged (below), for rebuilding a
+    /// trace through a merged state (`witness`).
+    pub record: bool,
+    /// When recording: each successor merged into a state of this level,
+    /// as its `seq` and the index in `next` of the state it joined.
+    pub absorbed: Vec<(u32, u32)>,
+    /// When recording: each state of this level merged into another, as
+    /// their indices in `next` (the one dropped, the one kept).
+    pub joined: Vec<(u32, u32)>,
 }
 
 /// The passed list: [`SHARDS`] shards.
@@ -136,6 +145,15 @@ impl Default for Passed {
 }
 
 impl Passed {
+    /// A passed list that notes, in each shard, how zones were merged.
+    pub fn recording() -> Passed {
+        let mut p = Passed::default();
+        for s in &mut p.shards {
+            s.record = true;
+        }
+        p
+    }
+
     /// Whether a stored zone of world `fp` includes `z`.
     pub fn covers(&self, fp: u64, z: &Dbm) -> bool {
         self.shards[shard_of(fp)].zones.covers(fp, z)
@@ -187,7 +205,10 @@ impl Shard {
         for a in std::mem::take(&mut self.inbox) {
             let at = self.next.len() as u32;
             if merge {
-                if absorb(canon, self, &a, level) {
+                if let Some(into) = absorb(canon, self, &a, level) {
+                    if self.record && into != ABSORBED_BY_INCLUSION {
+                        self.absorbed.push((a.seq, into));
+                    }
                     continue;
                 }
                 // Not absorbed: no stored zone includes it.
@@ -216,16 +237,21 @@ impl Shard {
 /// successors. Interleavings of independent steps (deliveries to different
 /// instances, two clients' moves) end in one world with zones that differ
 /// only in the order of the clocks those steps reset; together they cover
-/// both orders, so they merge. Returns true if `s` was absorbed.
-fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> bool {
+/// both orders, so they merge. Returns, if `s` was absorbed, the index in
+/// `next` of the state it joined, or [`ABSORBED_BY_INCLUSION`] when a
+/// stored zone already includes it (it then adds nothing to any state).
+fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<u32> {
     let Shard {
-        zones, next, dead, ..
+        zones,
+        next,
+        dead,
+        record,
+        joined,
+        ..
     } = shard;
-    let Some(list) = zones.map.get_mut(&s.fp) else {
-        return false;
-    };
+    let list = zones.map.get_mut(&s.fp)?;
     if list.iter().any(|e| e.zone.includes(&s.zone)) {
-        return true;
+        return Some(ABSORBED_BY_INCLUSION);
     }
     let mut into: Option<usize> = None;
     let mut zone = s.state.zone.clone();
@@ -248,6 +274,9 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> bool {
             Some(keep) => {
                 // A second entry joins the first: it is dropped.
                 dead[list[i].at as usize] = true;
+                if *record {
+                    joined.push((list[i].at, list[keep].at));
+                }
                 list.swap_remove(i);
                 if keep == list.len() {
                     into = Some(i);
@@ -255,12 +284,15 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> bool {
             }
         }
     }
-    let Some(i) = into else { return false };
+    let i = into?;
     let at = list[i].at as usize;
     next[at].zone = zone;
     list[i].zone = canon.canonical(&next[at]).1;
-    true
+    Some(at as u32)
 }
+
+/// What [`absorb`] returns for a successor that a stored zone includes.
+const ABSORBED_BY_INCLUSION: u32 = u32::MAX;
 
 /// Pieces the exactness test of a group merge may keep at once, per zone
 /// of the group; past it the group is left as it is (see [`merge_level`]).
@@ -288,6 +320,8 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
         next,
         dead,
         fps,
+        record,
+        joined,
         ..
     } = shard;
     fps.sort_unstable();
@@ -335,6 +369,9 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
             list[keep].zone = canon.canonical(&next[at]).1;
             for &i in g.iter().filter(|&&i| i != keep) {
                 dead[list[i].at as usize] = true;
+                if *record {
+                    joined.push((list[i].at, list[keep].at));
+                }
                 gone.push(i);
             }
         }
