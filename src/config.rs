@@ -213,6 +213,7 @@ const KEYS: &[Key] = &[
     key("timing", "step", Text, Some("step"), Some("step")),
     key("timing", "timeout", Text, Some("timeout"), Some("timeout")),
     key("timing", "retry", Text, Some("retry"), Some("backoff-min")),
+    key("timing", "retry-max", Text, Some("retry-max"), None),
     key("timing", "backoff-max", Text, None, Some("backoff-max")),
     key("timing", "think", Text, None, Some("think")),
     key("timing", "pause-max", Text, Some("pause-max"), None),

@@ -157,6 +157,16 @@ pub struct ModelArgs {
         help_heading = "Timing (with units: us, ms, s, m, h)"
     )]
     pub retry: Option<String>,
+    /// Longest backoff before retrying: a client retries within this long of a
+    /// failure (real clients do: redsync, node-redlock, Redisson) [default: no
+    /// bound, it may wait as long as it likes]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        allow_hyphen_values = true,
+        help_heading = "Timing (with units: us, ms, s, m, h)"
+    )]
+    pub retry_max: Option<String>,
     /// Longest pause a `pause` fault causes [default: no bound]
     #[arg(
         long,
@@ -653,6 +663,7 @@ impl ModelArgs {
             }
         }
         for (name, opt, field) in [
+            ("retry-max", &self.retry_max, &mut p.retry_max),
             ("pause-max", &self.pause_max, &mut p.pause_max),
             ("delay-max", &self.delay_max, &mut p.delay_max),
             ("renew-cap", &self.renew_cap, &mut p.renew_cap),

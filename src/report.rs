@@ -11,6 +11,7 @@ const DURATIONS: &[&str] = &[
     "step",
     "timeout",
     "retry",
+    "retry-max",
     "pause-max",
     "delay-max",
     "jump",

@@ -1986,3 +1986,67 @@ fn transport_retries_re_send_a_timed_out_request_on_a_new_connection() {
         "--transport-retries 11 is out of range",
     );
 }
+
+#[test]
+fn retry_max_bounds_the_backoff_and_is_checked() {
+    // The bound shows in the parameters and reaches the trace, which
+    // replays with it.
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--retry-max",
+        "100ms",
+        "--invariants",
+        "mutual_exclusion",
+        "--no-fault-analysis",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("retry=50ms retry-max=100ms"), "{out}");
+    // Unset, it is not shown (and traces written before it are unchanged).
+    let o = locklab(&[
+        "check",
+        "naive-del",
+        "--faults",
+        "none",
+        "--no-fault-analysis",
+    ]);
+    assert!(!stdout(&o).contains("retry-max"), "{}", stdout(&o));
+    rejects(
+        &["check", "naive-del", "--retry-max", "10ms"],
+        "--retry-max 10 ms is out of range: allowed 50 ms",
+    );
+    rejects(
+        &["check", "naive-del", "--retry-max", "soon"],
+        "--retry-max soon",
+    );
+}
+
+#[test]
+fn invariants_none_explores_the_whole_space_and_says_when_it_did_not() {
+    let o = locklab(&[
+        "check",
+        "lua-release",
+        "--faults",
+        "none",
+        "--invariants",
+        "none",
+        "--no-fault-analysis",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("exhaustive"), "{out}");
+    // Stopped at a bound with no verdict to speak: still incomplete, exit 3.
+    let o = locklab(&[
+        "check",
+        "redlock",
+        "--invariants",
+        "none",
+        "--max-states",
+        "500",
+        "--no-fault-analysis",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(out.contains("INCOMPLETE"), "{out}");
+}

@@ -157,7 +157,9 @@ impl LockModel {
         };
         let (lo, hi) = match w.kind {
             WaitKind::Start => (0, None),
-            WaitKind::Backoff => (p.band(p.retry).0, None),
+            // A backoff is a timer on the client's clock, bounded above
+            // only when --retry-max says so.
+            WaitKind::Backoff => (p.band(p.retry).0, p.retry_max.and_then(|m| timer(m).1)),
             WaitKind::Reply => timer(p.timeout),
             WaitKind::Work => (p.work_min, Some(p.work_max + p.step)),
             WaitKind::Slow => (p.work_min, None),

@@ -527,6 +527,11 @@ pub struct Params {
     pub timeout: Micros,
     /// Least backoff before a client retries a failed acquisition.
     pub retry: Micros,
+    /// Longest backoff (`None`: no bound, the client may wait as long as
+    /// it likes before retrying). Absent from a trace's parameters when
+    /// unset, as traces written before it have it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_max: Option<Micros>,
     /// Longest pause a `pause` fault can cause (`None`: no bound; the paused
     /// client resumes whenever the environment lets it).
     pub pause_max: Option<Micros>,
@@ -701,6 +706,7 @@ impl Params {
             step: MS,
             timeout: SEC,
             retry: 50 * MS,
+            retry_max: None,
             pause_max: None,
             delay_max: None,
             jump: ttl,
@@ -952,6 +958,11 @@ pub const PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "retry",
         help: "least backoff before a failed acquisition is retried",
+        only: None,
+    },
+    ParamInfo {
+        name: "retry-max",
+        help: "longest backoff before a failed acquisition is retried (default: no bound)",
         only: None,
     },
     ParamInfo {
@@ -1300,6 +1311,9 @@ impl Params {
         d("step", self.step, 0)?;
         d("timeout", self.timeout, 1)?;
         d("retry", self.retry, 0)?;
+        if let Some(v) = self.retry_max {
+            d("retry-max", v, self.retry)?;
+        }
         if let Some(v) = self.pause_max {
             d("pause-max", v, 1)?;
         }
