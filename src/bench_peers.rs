@@ -44,224 +44,117 @@ pub struct PeerCase {
     pub id: &'static str,
     pub question: &'static str,
     /// `locklab check` arguments.
-    locklab: &'static [&'static str],
+    locklab: Vec<String>,
     spin: SpinRun,
 }
 
-const REDLOCK_FAULTS: &str = "pause,clock-jump,restart,loss";
+/// `check` arguments, from words.
+fn args(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_string).collect()
+}
+
+/// The Redlock questions' `check` arguments: every fault kind the peer
+/// has, all at once, requests one instance after the other as the peer's.
+fn redlock(instances: u8, invariant: &str) -> Vec<String> {
+    args(&format!(
+        "redlock --requests sequential --instances {instances} \
+         --faults pause,clock-jump,restart,loss --max-faults all --invariants {invariant}"
+    ))
+}
+
+/// The fencing questions' `check` arguments: fenced reads and writes.
+fn fencing(rest: &str) -> Vec<String> {
+    args(&format!(
+        "fencing --resource-check read-write {rest} --invariants no_lost_update"
+    ))
+}
+
+fn spin(model: &'static str, bfs: bool, defines: &'static [&'static str], hashw: u32) -> SpinRun {
+    SpinRun {
+        model,
+        bfs,
+        defines,
+        hashw,
+    }
+}
 
 /// The questions: the table of issue 19 (Redlock on 5 and 3 instances with
 /// every fault kind of the peer at once, fencing with fenced reads), and a
 /// small naive-del row.
 pub fn cases() -> Vec<PeerCase> {
+    let case = |id, question, locklab, spin| PeerCase {
+        id,
+        question,
+        locklab,
+        spin,
+    };
     vec![
-        PeerCase {
-            id: "naive-del-me",
-            question: "naive-del, 2 clients, pause+slow, shortest mutual_exclusion",
-            locklab: &[
-                "naive-del",
-                "--faults",
-                "pause,slow",
-                "--max-faults",
-                "all",
-                "--invariants",
-                "mutual_exclusion",
-            ],
-            spin: SpinRun {
-                model: "naive-del",
-                bfs: true,
-                defines: &["INV=1"],
-                hashw: 18,
-            },
-        },
-        PeerCase {
-            id: "redlock5-all",
-            question: "Redlock, 5 instances, 2 clients, pause+clock-jump+restart+loss, whole space",
-            locklab: &[
-                "redlock",
-                "--requests",
-                "sequential",
-                "--instances",
-                "5",
-                "--faults",
-                REDLOCK_FAULTS,
-                "--max-faults",
-                "all",
-                "--invariants",
-                "none",
-            ],
-            spin: SpinRun {
-                model: "redlock",
-                bfs: false,
-                defines: &["INV=0", "N=5"],
-                hashw: 25,
-            },
-        },
-        PeerCase {
-            id: "redlock5-me",
-            question: "same, shortest mutual_exclusion",
-            locklab: &[
-                "redlock",
-                "--requests",
-                "sequential",
-                "--instances",
-                "5",
-                "--faults",
-                REDLOCK_FAULTS,
-                "--max-faults",
-                "all",
-                "--invariants",
-                "mutual_exclusion",
-            ],
-            spin: SpinRun {
-                model: "redlock",
-                bfs: true,
-                defines: &["INV=1", "N=5"],
-                hashw: 25,
-            },
-        },
-        PeerCase {
-            id: "redlock5-lu",
-            question: "same, shortest no_lost_update",
-            locklab: &[
-                "redlock",
-                "--requests",
-                "sequential",
-                "--instances",
-                "5",
-                "--faults",
-                REDLOCK_FAULTS,
-                "--max-faults",
-                "all",
-                "--invariants",
-                "no_lost_update",
-            ],
-            spin: SpinRun {
-                model: "redlock",
-                bfs: true,
-                defines: &["INV=4", "N=5"],
-                hashw: 25,
-            },
-        },
-        PeerCase {
-            id: "redlock3-all",
-            question: "Redlock, 3 instances, same faults, whole space",
-            locklab: &[
-                "redlock",
-                "--requests",
-                "sequential",
-                "--instances",
-                "3",
-                "--faults",
-                REDLOCK_FAULTS,
-                "--max-faults",
-                "all",
-                "--invariants",
-                "none",
-            ],
-            spin: SpinRun {
-                model: "redlock",
-                bfs: false,
-                defines: &["INV=0", "N=3"],
-                hashw: 22,
-            },
-        },
-        PeerCase {
-            id: "redlock3-lu",
-            question: "Redlock, 3 instances, shortest no_lost_update",
-            locklab: &[
-                "redlock",
-                "--requests",
-                "sequential",
-                "--instances",
-                "3",
-                "--faults",
-                REDLOCK_FAULTS,
-                "--max-faults",
-                "all",
-                "--invariants",
-                "no_lost_update",
-            ],
-            spin: SpinRun {
-                model: "redlock",
-                bfs: true,
-                defines: &["INV=4", "N=3"],
-                hashw: 22,
-            },
-        },
-        PeerCase {
-            id: "fencing-3",
-            question: "fencing, read-write check, 3 clients, pause 1, no_lost_update",
-            locklab: &[
+        case(
+            "naive-del-me",
+            "naive-del, 2 clients, pause+slow, shortest mutual_exclusion",
+            args("naive-del --faults pause,slow --max-faults all --invariants mutual_exclusion"),
+            spin("naive-del", true, &["INV=1"], 18),
+        ),
+        case(
+            "redlock5-all",
+            "Redlock, 5 instances, 2 clients, pause+clock-jump+restart+loss, whole space",
+            redlock(5, "none"),
+            spin("redlock", false, &["INV=0", "N=5"], 25),
+        ),
+        case(
+            "redlock5-me",
+            "same, shortest mutual_exclusion",
+            redlock(5, "mutual_exclusion"),
+            spin("redlock", true, &["INV=1", "N=5"], 25),
+        ),
+        case(
+            "redlock5-lu",
+            "same, shortest no_lost_update",
+            redlock(5, "no_lost_update"),
+            spin("redlock", true, &["INV=4", "N=5"], 25),
+        ),
+        case(
+            "redlock3-all",
+            "Redlock, 3 instances, same faults, whole space",
+            redlock(3, "none"),
+            spin("redlock", false, &["INV=0", "N=3"], 22),
+        ),
+        case(
+            "redlock3-lu",
+            "Redlock, 3 instances, shortest no_lost_update",
+            redlock(3, "no_lost_update"),
+            spin("redlock", true, &["INV=4", "N=3"], 22),
+        ),
+        case(
+            "fencing-3",
+            "fencing, read-write check, 3 clients, pause 1, no_lost_update",
+            fencing("--clients 3 --faults pause"),
+            spin("fencing", false, &["INV=4", "CHECK=2", "NC=3"], 20),
+        ),
+        case(
+            "fencing-2x2",
+            "fencing, read-write, 2 clients x 2 acquisitions, pause 2 + slow 1",
+            fencing("--acquisitions 2 --faults pause,slow --budget pause=2 --max-faults all"),
+            spin(
                 "fencing",
-                "--resource-check",
-                "read-write",
-                "--clients",
-                "3",
-                "--faults",
-                "pause",
-                "--invariants",
-                "no_lost_update",
-            ],
-            spin: SpinRun {
-                model: "fencing",
-                bfs: false,
-                defines: &["INV=4", "CHECK=2", "NC=3"],
-                hashw: 20,
-            },
-        },
-        PeerCase {
-            id: "fencing-2x2",
-            question: "fencing, read-write, 2 clients x 2 acquisitions, pause 2 + slow 1",
-            locklab: &[
+                false,
+                &["INV=4", "CHECK=2", "ACQ=2", "PAUSE_B=2", "SLOW_B=1"],
+                22,
+            ),
+        ),
+        case(
+            "fencing-4x2",
+            "fencing, read-write, 4 clients x 2 acquisitions, pause 2",
+            fencing(
+                "--clients 4 --acquisitions 2 --faults pause --budget pause=2 --max-faults all",
+            ),
+            spin(
                 "fencing",
-                "--resource-check",
-                "read-write",
-                "--acquisitions",
-                "2",
-                "--faults",
-                "pause,slow",
-                "--budget",
-                "pause=2",
-                "--max-faults",
-                "all",
-                "--invariants",
-                "no_lost_update",
-            ],
-            spin: SpinRun {
-                model: "fencing",
-                bfs: false,
-                defines: &["INV=4", "CHECK=2", "ACQ=2", "PAUSE_B=2", "SLOW_B=1"],
-                hashw: 22,
-            },
-        },
-        PeerCase {
-            id: "fencing-4x2",
-            question: "fencing, read-write, 4 clients x 2 acquisitions, pause 2",
-            locklab: &[
-                "fencing",
-                "--resource-check",
-                "read-write",
-                "--clients",
-                "4",
-                "--acquisitions",
-                "2",
-                "--faults",
-                "pause",
-                "--budget",
-                "pause=2",
-                "--max-faults",
-                "all",
-                "--invariants",
-                "no_lost_update",
-            ],
-            spin: SpinRun {
-                model: "fencing",
-                bfs: false,
-                defines: &["INV=4", "CHECK=2", "NC=4", "ACQ=2", "PAUSE_B=2"],
-                hashw: 25,
-            },
-        },
+                false,
+                &["INV=4", "CHECK=2", "NC=4", "ACQ=2", "PAUSE_B=2"],
+                25,
+            ),
+        ),
     ]
 }
 
@@ -384,7 +277,7 @@ fn locklab_answer(
     max_states: Option<u64>,
 ) -> Result<Answer, Failure> {
     let mut cmd = Command::new(exe);
-    cmd.arg("check").args(case.locklab);
+    cmd.arg("check").args(&case.locklab);
     if let Some(n) = max_states {
         cmd.args(["--max-states", &n.to_string()]);
     }
