@@ -306,6 +306,11 @@ pub fn swarm_of(
     let Some(members) = args.swarm else {
         return Ok(None);
     };
+    if args.invariants.as_deref().map(str::trim) == Some("none") {
+        return Err(Failure::input(
+            "--swarm hunts for violations and --invariants none checks none: drop --swarm to explore the whole space breadth-first",
+        ));
+    }
     if members == 0 || members > 1_000_000 {
         return Err(Failure::input(
             "--swarm must be between 1 and 1000000 members",

@@ -66,6 +66,11 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 .collect::<Result<_, _>>()?,
         ),
     };
+    if args.invariants.as_deref().map(str::trim) == Some("none") {
+        return Err(Failure::input(
+            "--invariants none explores one protocol's whole space: name the protocol (check PROTOCOL --invariants none)",
+        ));
+    }
     let wanted: Option<Vec<Invariant>> = match &args.invariants {
         None => None,
         Some(list) => Some(

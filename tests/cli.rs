@@ -2049,4 +2049,13 @@ fn invariants_none_explores_the_whole_space_and_says_when_it_did_not() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(out.contains("INCOMPLETE"), "{out}");
+    // A swarm or the whole ladder has nothing to say without invariants.
+    rejects(
+        &["check", "redlock", "--invariants", "none", "--swarm", "2"],
+        "drop --swarm",
+    );
+    rejects(
+        &["check", "all", "--invariants", "none"],
+        "name the protocol",
+    );
 }
