@@ -639,21 +639,29 @@ fn search_with(
             }
             ids.iter_mut().for_each(Vec::clear);
         }
-        let mut taken: Vec<Vec<Option<ZState>>> = seen
+        // The next frontier, in id order, moved out of the shards. Within a
+        // shard, states were placed in arrival order and numbered in
+        // arrival order, so each shard's states come in id order too: the
+        // frontier is a merge of the shards' lists, taken by one cursor
+        // each, with no second copy of the level.
+        let mut cursors: Vec<_> = seen
             .shards
             .iter_mut()
-            .map(|shard| shard.next.drain(..).map(Some).collect())
+            .map(|shard| (shard.next.drain(..).enumerate(), &shard.dead))
             .collect();
-        frontier = order
-            .into_iter()
-            .filter(|(sh, at, _)| !seen.shards[*sh].dead[*at as usize])
-            .map(|(sh, at, nid)| {
-                let state = taken[sh][at as usize]
-                    .take()
-                    .expect("each state is taken once");
-                (nid, state)
-            })
-            .collect();
+        frontier = Vec::with_capacity(order.len());
+        for (sh, at, nid) in order {
+            let (states, dead) = &mut cursors[sh];
+            if dead[at as usize] {
+                continue;
+            }
+            let state = states
+                .find(|(i, _)| *i == at as usize)
+                .map(|(_, st)| st)
+                .expect("a shard's states are taken in the order they were placed");
+            frontier.push((nid, state));
+        }
+        drop(cursors);
         for shard in &mut seen.shards {
             shard.dead.clear();
         }
