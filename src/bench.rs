@@ -83,6 +83,37 @@ fn cases(heavy: bool) -> Vec<Case> {
     v
 }
 
+/// Runs `locklab check ARGS EXTRA --format json --no-fault-analysis` in a
+/// child process (so that its peak memory is its own) and returns its
+/// report; `name` names the configuration in an error.
+pub(crate) fn check_report(
+    exe: &std::path::Path,
+    name: &str,
+    args: &[impl AsRef<std::ffi::OsStr>],
+    extra: &[String],
+) -> Result<serde_json::Value, Failure> {
+    let out = Command::new(exe)
+        .arg("check")
+        .args(args)
+        .args(extra)
+        .args([
+            "--format",
+            "json",
+            "--no-fault-analysis",
+            "--color",
+            "never",
+        ])
+        .output()
+        .map_err(|e| Failure::input(format!("cannot run {}: {e}", exe.display())))?;
+    serde_json::from_slice(&out.stdout).map_err(|e| Failure {
+        code: 70,
+        message: format!(
+            "{name}: the check printed no report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    })
+}
+
 pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
     if !args.peers
         && (!args.row.is_empty() || args.peer_time_limit.is_some() || args.max_states.is_some())
@@ -138,29 +169,11 @@ pub fn run(args: &BenchArgs) -> Result<i32, Failure> {
         "threads"
     )?;
     for case in cases(args.heavy) {
-        let mut cmd = Command::new(&exe);
-        cmd.arg("check").args(&case.args).args([
-            "--format",
-            "json",
-            "--no-fault-analysis",
-            "--color",
-            "never",
-        ]);
+        let mut extra = Vec::new();
         if let Some(t) = args.threads {
-            cmd.args(["--threads", &t.to_string()]);
+            extra = vec!["--threads".to_string(), t.to_string()];
         }
-        let out = cmd
-            .output()
-            .map_err(|e| Failure::input(format!("cannot run {}: {e}", exe.display())))?;
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).map_err(|e| Failure {
-                code: 70,
-                message: format!(
-                    "{}: the check printed no report ({e}): {}",
-                    case.name,
-                    String::from_utf8_lossy(&out.stderr)
-                ),
-            })?;
+        let report = check_report(&exe, case.name, &case.args, &extra)?;
         let s = &report["search"];
         let states = s["states"].as_u64().unwrap_or(0);
         let secs = s["seconds"].as_f64().unwrap_or(0.0);

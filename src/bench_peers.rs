@@ -276,31 +276,16 @@ fn locklab_answer(
     limit_s: u64,
     max_states: Option<u64>,
 ) -> Result<Answer, Failure> {
-    let mut cmd = Command::new(exe);
-    cmd.arg("check").args(&case.locklab);
+    let mut extra = vec![
+        "--threads".to_string(),
+        threads.unwrap_or(1).to_string(),
+        "--time-limit".to_string(),
+        format!("{limit_s}s"),
+    ];
     if let Some(n) = max_states {
-        cmd.args(["--max-states", &n.to_string()]);
+        extra.extend(["--max-states".to_string(), n.to_string()]);
     }
-    let out = cmd
-        .args([
-            "--format",
-            "json",
-            "--no-fault-analysis",
-            "--color",
-            "never",
-        ])
-        .args(["--threads", &threads.unwrap_or(1).to_string()])
-        .args(["--time-limit", &format!("{limit_s}s")])
-        .output()
-        .map_err(|e| Failure::input(format!("cannot run {}: {e}", exe.display())))?;
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| Failure {
-        code: 70,
-        message: format!(
-            "{}: locklab check printed no report ({e}): {}",
-            case.id,
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    })?;
+    let report = crate::bench::check_report(exe, case.id, &case.locklab, &extra)?;
     let s = &report["search"];
     let verdict = report["verdicts"].as_array().and_then(|v| v.first());
     let result = match verdict {

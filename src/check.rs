@@ -120,6 +120,11 @@ pub struct CheckArgs {
     pub format: RenderFormat,
 }
 
+/// Whether `--invariants none` asks for the whole space and no invariant.
+pub fn checks_none(args: &CheckArgs) -> bool {
+    args.invariants.as_deref().map(str::trim) == Some("none")
+}
+
 /// The invariants a check covers, in the fixed order.
 pub fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failure> {
     let all: Vec<Invariant> = Invariant::ALL
@@ -129,7 +134,7 @@ pub fn selected(args: &CheckArgs, m: &LockModel) -> Result<Vec<Invariant>, Failu
     let Some(list) = &args.invariants else {
         return Ok(all);
     };
-    if list.trim() == "none" {
+    if checks_none(args) {
         // The whole reachable space, no invariant checked: for measuring
         // it (`locklab bench --peers`, against a model checker's run with
         // no assertion).
@@ -306,7 +311,7 @@ pub fn swarm_of(
     let Some(members) = args.swarm else {
         return Ok(None);
     };
-    if args.invariants.as_deref().map(str::trim) == Some("none") {
+    if checks_none(args) {
         return Err(Failure::input(
             "--swarm hunts for violations and --invariants none checks none: drop --swarm to explore the whole space breadth-first",
         ));

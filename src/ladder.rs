@@ -66,7 +66,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 .collect::<Result<_, _>>()?,
         ),
     };
-    if args.invariants.as_deref().map(str::trim) == Some("none") {
+    if crate::check::checks_none(args) {
         return Err(Failure::input(
             "--invariants none explores one protocol's whole space: name the protocol (check PROTOCOL --invariants none)",
         ));

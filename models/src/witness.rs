@@ -21,6 +21,7 @@
 //! depth, gives a trace of the same length but costs far more (see
 //! docs/model.md, "Merging zones whose union is a zone").
 
+use crate::engine::zone::ZState;
 use crate::invariants::Invariant;
 use crate::model::LockModel;
 use crate::search::{Link, PathStep, Progress, ROOT, feasible};
@@ -64,7 +65,7 @@ impl Contributors {
     /// the states merged into it, and the successors merged into either.
     fn steps_into(&self, parent: &[(u32, Link)]) -> HashMap<u32, Vec<(u32, Link)>> {
         let mut into: HashMap<u32, Vec<(u32, Link)>> = HashMap::new();
-        for (&gone, _) in self.joins.iter() {
+        for &gone in self.joins.keys() {
             let (p, l) = parent[gone as usize];
             if p != ROOT {
                 into.entry(self.kept(gone)).or_default().push((p, l));
@@ -121,13 +122,13 @@ pub(crate) fn rebuild(
     // Forward, level by level, with exact zones. `trail` holds each kept
     // path's last step and the index of the path it extends.
     let mut trail: Vec<(u32, Link)> = Vec::new();
-    let mut level: Vec<(u32, crate::engine::zone::ZState, u32)> = vec![(0, m.zinit(), ROOT)];
+    let mut level: Vec<(u32, ZState, u32)> = vec![(0, m.zinit(), ROOT)];
     let mut depth = 0u64;
     let mut stored = 1u64;
     let mut succs = Vec::new();
     while level.first().is_some_and(|(n, _, _)| *n != target) {
         depth += 1;
-        let mut next: Vec<(u32, crate::engine::zone::ZState, u32)> = Vec::new();
+        let mut next: Vec<(u32, ZState, u32)> = Vec::new();
         let mut alive: Vec<bool> = Vec::new();
         let mut at: HashMap<u32, Vec<usize>> = HashMap::new();
         for (n, s, t) in &level {

@@ -205,11 +205,15 @@ impl Shard {
         for a in std::mem::take(&mut self.inbox) {
             let at = self.next.len() as u32;
             if merge {
-                if let Some(into) = absorb(canon, self, &a, level) {
-                    if self.record && into != ABSORBED_BY_INCLUSION {
-                        self.absorbed.push((a.seq, into));
+                match absorb(canon, self, &a, level) {
+                    Some(Absorbed::Covered) => continue,
+                    Some(Absorbed::Into(at)) => {
+                        if self.record {
+                            self.absorbed.push((a.seq, at));
+                        }
+                        continue;
                     }
-                    continue;
+                    None => {}
                 }
                 // Not absorbed: no stored zone includes it.
                 self.zones.insert_uncovered(a.fp, a.zone, level, at);
@@ -237,10 +241,8 @@ impl Shard {
 /// successors. Interleavings of independent steps (deliveries to different
 /// instances, two clients' moves) end in one world with zones that differ
 /// only in the order of the clocks those steps reset; together they cover
-/// both orders, so they merge. Returns, if `s` was absorbed, the index in
-/// `next` of the state it joined, or [`ABSORBED_BY_INCLUSION`] when a
-/// stored zone already includes it (it then adds nothing to any state).
-fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<u32> {
+/// both orders, so they merge. Returns how `s` was absorbed, if it was.
+fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<Absorbed> {
     let Shard {
         zones,
         next,
@@ -251,7 +253,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<u
     } = shard;
     let list = zones.map.get_mut(&s.fp)?;
     if list.iter().any(|e| e.zone.includes(&s.zone)) {
-        return Some(ABSORBED_BY_INCLUSION);
+        return Some(Absorbed::Covered);
     }
     let mut into: Option<usize> = None;
     let mut zone = s.state.zone.clone();
@@ -288,11 +290,16 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<u
     let at = list[i].at as usize;
     next[at].zone = zone;
     list[i].zone = canon.canonical(&next[at]).1;
-    Some(at as u32)
+    Some(Absorbed::Into(at as u32))
 }
 
-/// What [`absorb`] returns for a successor that a stored zone includes.
-const ABSORBED_BY_INCLUSION: u32 = u32::MAX;
+/// How [`absorb`] took a successor in.
+enum Absorbed {
+    /// A stored zone includes it: it adds nothing to any state.
+    Covered,
+    /// It was merged into the state at this index of the shard's `next`.
+    Into(u32),
+}
 
 /// Pieces the exactness test of a group merge may keep at once, per zone
 /// of the group; past it the group is left as it is (see [`merge_level`]).
