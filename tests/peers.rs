@@ -68,4 +68,10 @@ fn peer_options_are_checked() {
     assert_eq!(o.status.code(), Some(2));
     let o = locklab(&["bench", "--peers", "--peer-time-limit", "0"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = locklab(&["bench", "--peers", "--max-states", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--max-states must be at least 1"));
+    let o = locklab(&["bench", "--max-states", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("add --peers"));
 }
