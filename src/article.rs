@@ -984,6 +984,7 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
     for c in CLAIMS {
         let m = model(c)?;
         let opts = SearchOptions {
+            subsume_budgets: true,
             invariants: vec![c.invariant],
             max_states: Some(ROW_STATES),
             max_depth: None,

@@ -199,6 +199,7 @@ pub fn search_under(
     search(
         &sub,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: vec![inv],
             ..base.clone()
         },
@@ -583,6 +584,7 @@ pub fn reductions(args: &CheckArgs, m: LockModel) -> LockModel {
 /// The search options a check runs with.
 pub fn search_options(args: &CheckArgs, invariants: Vec<Invariant>) -> SearchOptions {
     SearchOptions {
+        subsume_budgets: true,
         invariants,
         max_states: Some(args.max_states),
         max_depth: args.max_depth,

@@ -71,6 +71,7 @@ fn check_protocol(
         .filter(|i| i.applies(&m))
         .collect();
     let opts = SearchOptions {
+        subsume_budgets: true,
         invariants: invariants.clone(),
         max_states: Some(GALLERY_STATES),
         max_depth: None,

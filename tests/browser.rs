@@ -251,6 +251,7 @@ fn html_viewer_steps_through_states_without_console_errors() {
     let r = search(
         &m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: vec![inv],
             max_states: None,
             max_depth: None,

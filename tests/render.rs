@@ -57,6 +57,7 @@ fn shortest(m: &LockModel, inv: Invariant) -> Trace {
     let r = search(
         m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: vec![inv],
             max_states: None,
             max_depth: None,

@@ -80,6 +80,7 @@ fn main() {
     let r = search(
         &m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: vec![inv],
             max_states: Some(maxs),
             max_depth: None,

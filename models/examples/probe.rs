@@ -69,6 +69,7 @@ fn main() {
     }(
         &m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: invs.clone(),
             max_states: Some(
                 std::env::var("MAXS")

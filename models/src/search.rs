@@ -51,6 +51,9 @@ pub struct SearchOptions {
     pub max_depth: Option<u64>,
     /// Merge states that differ only by renaming clients/instances.
     pub symmetry: bool,
+    /// Let a stored state cover the same world with no more fault budget
+    /// left of any kind (`engine::passed::Zones`); off only to compare.
+    pub subsume_budgets: bool,
     /// Worker threads expanding each level (0 = one per core). The result
     /// is the same for any number.
     pub threads: usize,
@@ -241,10 +244,22 @@ impl Hasher for Fingerprinter {
     }
 }
 
-/// The 64-bit fingerprint of a world.
+/// The 64-bit fingerprint of a world, leaving out the fault budgets it has
+/// left: the passed list keeps them beside each zone, so that a state
+/// with more budget left covers the same world with less
+/// (`engine::passed::Zones`).
 pub fn fingerprint(w: &World) -> u64 {
     let mut h = Fingerprinter::new();
-    w.hash(&mut h);
+    let World {
+        clients,
+        redis,
+        net,
+        resource,
+        faults_left: _,
+        ghost,
+        coord,
+    } = w;
+    (clients, redis, net, resource, ghost, coord).hash(&mut h);
     h.finish()
 }
 
@@ -308,6 +323,7 @@ pub fn search_watched(m: &LockModel, opts: &SearchOptions, progress: &Progress) 
     for (inv, path) in r.violations.iter_mut() {
         if !feasible(m, path, *inv) {
             let bounded = SearchOptions {
+                subsume_budgets: true,
                 invariants: vec![*inv],
                 max_states: None,
                 max_depth: Some(depths[inv]),
@@ -403,11 +419,7 @@ fn search_with(
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
     let threads = workers(opts.threads);
-    let mut seen = if record {
-        Passed::recording()
-    } else {
-        Passed::default()
-    };
+    let mut seen = Passed::new(record, opts.subsume_budgets);
     let mut contributors = record.then(witness::Contributors::default);
     // When recording: the id of each state of the level being built, by
     // shard and index in the shard's `next`.
@@ -439,7 +451,7 @@ fn search_with(
     let holds = |w: &World| w.clients.iter().any(|c| c.holds());
     let mut acquired = holds(&init.world);
     let (ifp, iz) = canon.canonical(&init);
-    seen.insert(ifp, iz, 0);
+    seen.insert(ifp, iz, init.world.faults_left, 0);
     parent.push((ROOT, Link::NONE));
     for (i, inv) in pending.clone().iter().enumerate() {
         if violated(&init, &pending) & (1 << i) != 0 {
@@ -458,7 +470,7 @@ fn search_with(
             let mut succs = Vec::new();
             let mut count = 0u64;
             // Duplicates within the chunk are common (diamonds): drop them here.
-            let mut local = Zones::default();
+            let mut local = Zones::new(opts.subsume_budgets);
             for (k, (_, s)) in frontier[lo..hi].iter().enumerate() {
                 m.successors(s, &mut succs);
                 for succ in succs.drain(..) {
@@ -473,7 +485,9 @@ fn search_with(
                         continue;
                     }
                     let (fp, zone) = canon.canonical(&succ.next);
-                    if seen.covers(fp, &zone) || !local.insert(fp, zone.clone(), 0, 0) {
+                    let left = succ.next.world.faults_left;
+                    if seen.covers(fp, &zone, &left) || !local.insert(fp, zone.clone(), left, 0, 0)
+                    {
                         continue;
                     }
                     let violates = violated(&succ.next, pending);

@@ -91,7 +91,7 @@ fn member(
     shared_states: &AtomicU64,
 ) -> Member {
     let mut rng = Rng(seed);
-    let mut seen = Zones::default();
+    let mut seen = Zones::new(opts.subsume_budgets);
     let mut out = Member {
         violations: BTreeMap::new(),
         states: 1,
@@ -110,7 +110,7 @@ fn member(
         }
     }
     let (fp, zone) = canon.canonical(&init);
-    seen.insert(fp, zone, 0, 0);
+    seen.insert(fp, zone, init.world.faults_left, 0, 0);
     let expand = |s: &ZState, rng: &mut Rng| {
         let mut succs = Vec::new();
         m.successors(s, &mut succs);
@@ -153,7 +153,7 @@ fn member(
             continue;
         }
         let (fp, zone) = canon.canonical(&succ.next);
-        if !seen.insert(fp, zone, 0, 0) {
+        if !seen.insert(fp, zone, succ.next.world.faults_left, 0, 0) {
             continue;
         }
         out.states += 1;

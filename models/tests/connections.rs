@@ -218,6 +218,7 @@ fn every_counterexample_respects_tcp_order() {
         let r = locklab_models::search::search(
             &m,
             &locklab_models::search::SearchOptions {
+                subsume_budgets: true,
                 invariants: m.properties.clone(),
                 max_states: Some(20_000),
                 max_depth: None,

@@ -302,6 +302,7 @@ fn merging_zones_keeps_every_verdict_and_length() {
     ] {
         let m = model(p, &faults);
         let opts = SearchOptions {
+            subsume_budgets: true,
             invariants: m.properties.clone(),
             max_states: None,
             max_depth: None,
@@ -347,6 +348,7 @@ fn a_monotonic_elapsed_clock_ignores_the_clients_clock_jumps() {
         let r = search(
             &m,
             &SearchOptions {
+                subsume_budgets: true,
                 invariants: vec![NoLostUpdate],
                 max_states: None,
                 max_depth: None,
@@ -480,6 +482,7 @@ fn the_states_kept_do_not_depend_on_the_number_of_threads() {
         locklab_models::search::search(
             &m,
             &locklab_models::search::SearchOptions {
+                subsume_budgets: true,
                 invariants: vec![MutualExclusion],
                 max_states: None,
                 max_depth: None,

@@ -93,6 +93,7 @@ fn counterexamples_are_shortest() {
         let r = search(
             &m,
             &SearchOptions {
+                subsume_budgets: true,
                 invariants: vec![inv],
                 max_states: None,
                 max_depth: Some(k - 1),
@@ -110,6 +111,7 @@ fn counterexamples_are_shortest() {
         let plain = search(
             &m,
             &SearchOptions {
+                subsume_budgets: true,
                 invariants: vec![inv],
                 max_states: None,
                 max_depth: None,

@@ -237,6 +237,7 @@ fn a_stop_while_a_trace_is_rebuilt_claims_nothing_false() {
     let proto = protocols::by_name("fencing").expect("known protocol");
     let m = LockModel::new(proto, Params::defaults(proto)).expect("valid parameters");
     let opts = SearchOptions {
+        subsume_budgets: true,
         // Every invariant, as `check` does: the others keep the search
         // going past the violation's level.
         invariants: m.properties.clone(),
@@ -337,6 +338,7 @@ fn a_bounded_backoff_ends_the_heartbeat_drift_of_waiting_clients() {
     use locklab_models::search::{SearchOptions, search};
     use locklab_models::time::SEC;
     let opts = |max_states| SearchOptions {
+        subsume_budgets: true,
         invariants: vec![MutualExclusion, NoLostUpdate],
         max_states: Some(max_states),
         max_depth: None,

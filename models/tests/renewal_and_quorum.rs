@@ -159,6 +159,7 @@ fn instance_symmetry_keeps_lengths_and_cuts_states() {
     let without = locklab_models::search::search(
         &m,
         &locklab_models::search::SearchOptions {
+            subsume_budgets: true,
             invariants: vec![NoLostUpdate],
             max_states: None,
             max_depth: None,

@@ -354,6 +354,7 @@ fn symmetry_reduction_keeps_resource_verdicts_and_lengths() {
             search(
                 &m,
                 &SearchOptions {
+                    subsume_budgets: true,
                     invariants: vec![inv],
                     max_states: None,
                     max_depth: None,

@@ -13,6 +13,7 @@ use locklab_models::{FaultKind, Invariant, LockModel, trace};
 
 fn opts(max_states: Option<u64>, threads: usize) -> SearchOptions {
     SearchOptions {
+        subsume_budgets: true,
         invariants: Invariant::ALL.to_vec(),
         max_states,
         max_depth: None,

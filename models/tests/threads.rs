@@ -13,6 +13,7 @@ fn run(m: &LockModel, threads: usize) -> SearchResult {
     search(
         m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: Invariant::ALL.to_vec(),
             max_states: None,
             max_depth: None,

@@ -59,6 +59,7 @@ fn main() {
     let r = search(
         &m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: vec![inv],
             max_states: Some(2_000_000),
             max_depth: None,

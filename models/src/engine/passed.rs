@@ -16,6 +16,7 @@
 use crate::canon::Canon;
 use crate::engine::dbm::Dbm;
 use crate::engine::zone::ZState;
+use crate::faults::Budgets;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
@@ -49,49 +50,84 @@ impl Hasher for PassThrough {
     }
 }
 
-/// Zones per world (its fingerprint). A new zone included in a stored one
-/// of the same world adds nothing (zone successors are monotone: whatever
-/// it reaches in k steps, the larger zone reaches in at most k), so it is
-/// dropped. A stored zone is never evicted for a larger one met on a
+/// Zones per world (its fingerprint, which leaves out the fault budgets
+/// left), each with the budgets left when it was stored. A new zone
+/// included in a stored one of the same world, stored with at least as
+/// much budget left of every kind, adds nothing (zone successors are
+/// monotone, and a fault the new state can strike the stored one can
+/// too: whatever it reaches in k steps, the stored state reaches in at
+/// most k, with no more faults spent), so it is dropped. A stored zone is never evicted for a larger one met on a
 /// later level, which keeps the first violating level the shortest
 /// (Bengtsson & Yi 2004; see docs/model.md).
 #[derive(Default)]
 pub struct Zones {
     map: HashMap<u64, Vec<Stored>, BuildHasherDefault<PassThrough>>,
+    /// A stored zone covers only states with exactly its budgets left
+    /// (subsumption by budget off, to compare).
+    exact_budgets: bool,
 }
 
 /// A stored zone (in the canonical layout of its world), the level it was
 /// reached on and its index among its shard's states of that level.
 struct Stored {
     zone: Dbm,
+    left: Budgets,
     level: u64,
     at: u32,
 }
 
 impl Zones {
-    /// Whether a stored zone of world `fp` includes `z`.
-    pub fn covers(&self, fp: u64, z: &Dbm) -> bool {
+    /// An empty passed list; a stored state covers one with less budget
+    /// left when `subsume_budgets`.
+    pub fn new(subsume_budgets: bool) -> Zones {
+        Zones {
+            map: HashMap::default(),
+            exact_budgets: !subsume_budgets,
+        }
+    }
+
+    /// Whether a stored zone of world `fp`, with at least budgets `left`
+    /// left, includes `z`.
+    pub fn covers(&self, fp: u64, z: &Dbm, left: &Budgets) -> bool {
         self.map
             .get(&fp)
-            .is_some_and(|v| v.iter().any(|s| s.zone.includes(z)))
+            .is_some_and(|v| v.iter().any(|s| s.covers(z, left, self.exact_budgets)))
     }
 
     /// Stores `z` unless it is covered; true if stored.
-    pub fn insert(&mut self, fp: u64, zone: Dbm, level: u64, at: u32) -> bool {
+    pub fn insert(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) -> bool {
         let v = self.map.entry(fp).or_default();
-        if v.iter().any(|s| s.zone.includes(&zone)) {
+        if v.iter().any(|s| s.covers(&zone, &left, self.exact_budgets)) {
             return false;
         }
-        v.push(Stored { zone, level, at });
+        v.push(Stored {
+            zone,
+            left,
+            level,
+            at,
+        });
         true
     }
 
     /// Stores `z`, known not to be covered (by [`absorb`] just before).
-    fn insert_uncovered(&mut self, fp: u64, zone: Dbm, level: u64, at: u32) {
-        self.map
-            .entry(fp)
-            .or_default()
-            .push(Stored { zone, level, at });
+    fn insert_uncovered(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) {
+        self.map.entry(fp).or_default().push(Stored {
+            zone,
+            left,
+            level,
+            at,
+        });
+    }
+}
+
+impl Stored {
+    fn covers(&self, z: &Dbm, left: &Budgets, exact_budgets: bool) -> bool {
+        let budget = if exact_budgets {
+            self.left == *left
+        } else {
+            self.left.at_least(left)
+        };
+        budget && self.zone.includes(z)
     }
 }
 
@@ -145,23 +181,29 @@ impl Default for Passed {
 }
 
 impl Passed {
-    /// A passed list that notes, in each shard, how zones were merged.
-    pub fn recording() -> Passed {
+    /// A passed list that notes, in each shard, how zones were merged
+    /// when `record`, and lets a state cover one with less budget left
+    /// when `subsume_budgets`.
+    pub fn new(record: bool, subsume_budgets: bool) -> Passed {
         let mut p = Passed::default();
         for s in &mut p.shards {
-            s.record = true;
+            s.record = record;
+            s.zones.exact_budgets = !subsume_budgets;
         }
         p
     }
 
-    /// Whether a stored zone of world `fp` includes `z`.
-    pub fn covers(&self, fp: u64, z: &Dbm) -> bool {
-        self.shards[shard_of(fp)].zones.covers(fp, z)
+    /// Whether a stored zone of world `fp`, with at least budgets `left`
+    /// left, includes `z`.
+    pub fn covers(&self, fp: u64, z: &Dbm, left: &Budgets) -> bool {
+        self.shards[shard_of(fp)].zones.covers(fp, z, left)
     }
 
     /// Stores `z` unless it is covered (the initial state).
-    pub fn insert(&mut self, fp: u64, zone: Dbm, level: u64) -> bool {
-        self.shards[shard_of(fp)].zones.insert(fp, zone, level, 0)
+    pub fn insert(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64) -> bool {
+        self.shards[shard_of(fp)]
+            .zones
+            .insert(fp, zone, left, level, 0)
     }
 
     /// Distinct worlds stored.
@@ -216,9 +258,13 @@ impl Shard {
                     None => {}
                 }
                 // Not absorbed: no stored zone includes it.
-                self.zones.insert_uncovered(a.fp, a.zone, level, at);
+                let left = a.state.world.faults_left;
+                self.zones.insert_uncovered(a.fp, a.zone, left, level, at);
                 self.fps.push(a.fp);
-            } else if !self.zones.insert(a.fp, a.zone, level, at) {
+            } else if !self
+                .zones
+                .insert(a.fp, a.zone, a.state.world.faults_left, level, at)
+            {
                 continue;
             }
             self.placed.push((a.seq, at));
@@ -251,8 +297,12 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         joined,
         ..
     } = shard;
+    let exact = zones.exact_budgets;
     let list = zones.map.get_mut(&s.fp)?;
-    if list.iter().any(|e| e.zone.includes(&s.zone)) {
+    if list
+        .iter()
+        .any(|e| e.covers(&s.zone, &s.state.world.faults_left, exact))
+    {
         return Some(Absorbed::Covered);
     }
     let mut into: Option<usize> = None;

@@ -29,6 +29,7 @@ pub fn check(m: &LockModel, invs: &[Invariant]) -> SearchResult {
     search(
         m,
         &SearchOptions {
+            subsume_budgets: true,
             invariants: invs.to_vec(),
             max_states: None,
             max_depth: None,
@@ -102,6 +103,7 @@ pub fn with_and_without_symmetry(m: &LockModel) -> (SearchResult, SearchResult) 
         search(
             m,
             &SearchOptions {
+                subsume_budgets: true,
                 invariants: m.properties.clone(),
                 max_states: None,
                 max_depth: None,
