@@ -14,7 +14,7 @@
 //! partition also keeps each world's zone merging on one thread).
 
 use crate::canon::Canon;
-use crate::engine::dbm::Dbm;
+use crate::engine::dbm::{Dbm, MinZone};
 use crate::engine::zone::ZState;
 use crate::faults::Budgets;
 use std::collections::HashMap;
@@ -67,10 +67,11 @@ pub struct Zones {
     exact_budgets: bool,
 }
 
-/// A stored zone (in the canonical layout of its world), the level it was
-/// reached on and its index among its shard's states of that level.
+/// A stored zone (in the canonical layout of its world), the budgets left
+/// with it, the level it was reached on and its index among its shard's
+/// states of that level.
 struct Stored {
-    zone: Dbm,
+    zone: Kept,
     left: Budgets,
     level: u64,
     at: u32,
@@ -101,7 +102,7 @@ impl Zones {
             return false;
         }
         v.push(Stored {
-            zone,
+            zone: Kept::Full(zone),
             left,
             level,
             at,
@@ -109,14 +110,40 @@ impl Zones {
         true
     }
 
-    /// Stores `z`, known not to be covered (by [`absorb`] just before).
+    /// Stores `z`, known not to be covered (by [`absorb`] just before), as
+    /// a zone that may still grow on this level ([`merge_level`] seals it).
     fn insert_uncovered(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) {
         self.map.entry(fp).or_default().push(Stored {
-            zone,
+            zone: Kept::Full(zone),
             left,
             level,
             at,
         });
+    }
+}
+
+/// How a stored zone is kept. A zone of the level being built may still
+/// grow by merging; once its level is done, only inclusion is ever asked
+/// of it, and its minimal constraint graph answers that in a fraction of
+/// the memory (`Dbm::minimal`).
+enum Kept {
+    Full(Dbm),
+    Min(MinZone),
+}
+
+impl Kept {
+    fn includes(&self, z: &Dbm) -> bool {
+        match self {
+            Kept::Full(d) => d.includes(z),
+            Kept::Min(m) => m.includes(z),
+        }
+    }
+
+    /// Keeps the zone as its minimal graph from now on.
+    fn seal(&mut self) {
+        if let Kept::Full(d) = self {
+            *self = Kept::Min(d.minimal());
+        }
     }
 }
 
@@ -339,7 +366,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
     let i = into?;
     let at = list[i].at as usize;
     next[at].zone = zone;
-    list[i].zone = canon.canonical(&next[at]).1;
+    list[i].zone = Kept::Full(canon.canonical(&next[at]).1);
     Some(Absorbed::Into(at as u32))
 }
 
@@ -387,54 +414,73 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
         let Some(list) = zones.map.get_mut(&fp) else {
             continue;
         };
-        let mine: Vec<usize> = (0..list.len())
-            .filter(|&i| list[i].level == level && !dead[list[i].at as usize])
-            .collect();
-        if mine.len() < 2 {
-            continue;
+        merge_world(canon, list, next, dead, *record, joined, level);
+        // The level is done with these zones: from now on they are only
+        // asked about inclusion.
+        for e in list.iter_mut().filter(|e| e.level == level) {
+            e.zone.seal();
         }
-        // One group per world (a fingerprint is a world up to renaming).
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for i in mine {
-            let w = &next[list[i].at as usize].world;
-            match groups
-                .iter_mut()
-                .find(|g| next[list[g[0]].at as usize].world == *w)
-            {
-                Some(g) => g.push(i),
-                None => groups.push(vec![i]),
+    }
+}
+
+/// Merges the groups of this level's zones of one world's list whose union
+/// is a zone ([`merge_level`]).
+fn merge_world(
+    canon: &Canon,
+    list: &mut Vec<Stored>,
+    next: &mut [ZState],
+    dead: &mut [bool],
+    record: bool,
+    joined: &mut Vec<(u32, u32)>,
+    level: u64,
+) {
+    let mine: Vec<usize> = (0..list.len())
+        .filter(|&i| list[i].level == level && !dead[list[i].at as usize])
+        .collect();
+    if mine.len() < 2 {
+        return;
+    }
+    // One group per world (a fingerprint is a world up to renaming).
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in mine {
+        let w = &next[list[i].at as usize].world;
+        match groups
+            .iter_mut()
+            .find(|g| next[list[g[0]].at as usize].world == *w)
+        {
+            Some(g) => g.push(i),
+            None => groups.push(vec![i]),
+        }
+    }
+    let mut gone: Vec<usize> = Vec::new();
+    // Two entries of one world left apart by `absorb` have been
+    // tried as a pair already: only groups of three or more can merge.
+    for g in groups.iter().filter(|g| g.len() >= 3) {
+        let hull = {
+            let zones: Vec<&Dbm> = g.iter().map(|&i| &next[list[i].at as usize].zone).collect();
+            let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
+            if hull.covered_by_union(&zones, PIECES_PER_ZONE * zones.len()) != Some(true) {
+                continue;
             }
-        }
-        let mut gone: Vec<usize> = Vec::new();
-        // Two entries of one world left apart by `absorb` have been
-        // tried as a pair already: only groups of three or more can merge.
-        for g in groups.iter().filter(|g| g.len() >= 3) {
-            let hull = {
-                let zones: Vec<&Dbm> = g.iter().map(|&i| &next[list[i].at as usize].zone).collect();
-                let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
-                if hull.covered_by_union(&zones, PIECES_PER_ZONE * zones.len()) != Some(true) {
-                    continue;
-                }
-                hull
-            };
-            let keep = *g
-                .iter()
-                .min_by_key(|&&i| list[i].at)
-                .expect("a group of two or more");
-            let at = list[keep].at as usize;
-            next[at].zone = hull;
-            list[keep].zone = canon.canonical(&next[at]).1;
-            for &i in g.iter().filter(|&&i| i != keep) {
-                dead[list[i].at as usize] = true;
-                if *record {
-                    joined.push((list[i].at, list[keep].at));
-                }
-                gone.push(i);
+            hull
+        };
+        let keep = *g
+            .iter()
+            .min_by_key(|&&i| list[i].at)
+            .expect("a group of two or more");
+        let at = list[keep].at as usize;
+        next[at].zone = hull;
+        list[keep].zone = Kept::Full(canon.canonical(&next[at]).1);
+        for &i in g.iter().filter(|&&i| i != keep) {
+            dead[list[i].at as usize] = true;
+            if record {
+                joined.push((list[i].at, list[keep].at));
             }
+            gone.push(i);
         }
-        gone.sort_unstable_by(|a, b| b.cmp(a));
-        for i in gone {
-            list.swap_remove(i);
-        }
+    }
+    gone.sort_unstable_by(|a, b| b.cmp(a));
+    for i in gone {
+        list.swap_remove(i);
     }
 }
