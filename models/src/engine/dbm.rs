@@ -1090,18 +1090,22 @@ mod tests {
         Some(hull)
     }
 
+    /// A seeded xorshift generator: `next(k)` draws from `0..k`.
+    fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |k| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % k
+        }
+    }
+
     /// Small random zones over 3 clocks: random bounds, some strict, some
     /// delayed; and pairs split from one zone by a constraint and its
     /// complement, whose union is that zone.
     #[test]
     fn convex_union_agrees_with_the_piecewise_reference() {
-        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = move |k: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % k
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         let zone = |next: &mut dyn FnMut(u64) -> u64| {
             let n = 4;
             let mut z = Dbm::zero(n);
@@ -1169,13 +1173,7 @@ mod tests {
     /// answers inclusion as the full matrix does.
     #[test]
     fn the_minimal_graph_is_the_zone_and_answers_inclusion() {
-        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move |k: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % k
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         let zone = |next: &mut dyn FnMut(u64) -> u64| {
             let n = 6;
             let mut z = Dbm::zero(n);
