@@ -136,7 +136,8 @@ pub struct SearchResult {
     /// Distinct (symmetry-reduced) symbolic states stored: zones, each with
     /// its discrete world.
     pub states: u64,
-    /// Distinct discrete worlds among them (a world can carry several zones).
+    /// Distinct discrete worlds among them, fault budgets aside (a world
+    /// can carry several zones, each with the budgets it was stored with).
     pub worlds: u64,
     /// Transitions computed.
     pub transitions: u64,
