@@ -957,15 +957,9 @@ impl MinZone {
                 .all(|&(b, i, j)| z.at(i as usize, j as usize) <= b)
     }
 
-    /// The constraints kept.
-    pub fn len(&self) -> usize {
+    /// How many constraints are kept.
+    pub fn constraints(&self) -> usize {
         self.edges.len()
-    }
-
-    /// Whether no constraint is kept (the zone of every clock value,
-    /// which a search never meets: clocks are never negative).
-    pub fn is_empty(&self) -> bool {
-        self.edges.is_empty()
     }
 
     /// The zone again, as a canonical DBM: the closure of the constraints.
@@ -1210,7 +1204,7 @@ mod tests {
                 cycles += 1;
             }
             included += a.includes(&b) as usize;
-            for drop in 0..min.len() {
+            for drop in 0..min.constraints() {
                 let mut fewer = min.clone();
                 let mut edges = fewer.edges.to_vec();
                 edges.remove(drop);
@@ -1221,7 +1215,7 @@ mod tests {
                     "constraint {drop} of {min:?} is redundant"
                 );
             }
-            assert!(min.len() < a.dim() * a.dim());
+            assert!(min.constraints() < a.dim() * a.dim());
         }
         assert!(
             cycles > 300 && included > 100 && empty > 10,
