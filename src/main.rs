@@ -2,6 +2,14 @@
 //! protocols. This binary is a thin layer over the `locklab-models` and
 //! `locklab-traces` libraries.
 
+/// The search allocates and frees many small blocks (packed states, zones,
+/// successor lists) from several threads; mimalloc's per-thread free
+/// lists serve that pattern with far less time in the allocator than
+/// glibc's malloc (measured on `check redlock`: about a quarter of the
+/// time was in glibc's malloc and free).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[macro_use]
 mod util;
 

@@ -27,6 +27,7 @@ pub mod explore;
 pub mod faults;
 pub mod invariants;
 pub mod model;
+pub mod pack;
 pub mod params;
 pub mod presets;
 pub mod protocols;

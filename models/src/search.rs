@@ -29,6 +29,7 @@
 
 use crate::action::Action;
 use crate::canon::Canon;
+use crate::engine::packed::Packed;
 use crate::engine::passed::{Arrival, Passed, Zones};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
@@ -289,8 +290,24 @@ struct Found {
     fp: u64,
     zone: crate::engine::dbm::Dbm,
     state: ZState,
+    /// Its world packed, as the level keeps it.
+    packed: Box<[u8]>,
     /// Invariants (bits, in the order of the pending list) it violates.
     violates: u32,
+    /// What the search notes of every state it keeps (`Noted`).
+    noted: Noted,
+}
+
+/// What the search notes of each state it keeps, read while the worker
+/// still has the state unpacked.
+#[derive(Clone, Copy)]
+struct Noted {
+    /// Writes the resource accepted.
+    accepted: u8,
+    /// Some client believes it holds the lock.
+    holds: bool,
+    /// Faults spent.
+    used: u32,
 }
 
 /// The number of worker threads to use.
@@ -460,19 +477,20 @@ fn search_with(
         }
     }
     pending.retain(|inv| !found.contains_key(inv));
-    let mut frontier: Vec<(u32, ZState)> = vec![(0, init)];
+    let mut frontier: Vec<(u32, Packed)> = vec![(0, Packed::of(&init))];
     let mut depth = 0u64;
     let mut stop = Stop::Exhausted;
 
     // Expands frontier[lo..hi]; reads `seen` only.
     let expand =
-        |frontier: &[(u32, ZState)], lo: usize, hi: usize, seen: &Passed, pending: &[Invariant]| {
+        |frontier: &[(u32, Packed)], lo: usize, hi: usize, seen: &Passed, pending: &[Invariant]| {
             let mut out = Vec::new();
             let mut succs = Vec::new();
             let mut count = 0u64;
             // Duplicates within the chunk are common (diamonds): drop them here.
             let mut local = Zones::new(opts.subsume_budgets);
-            for (k, (_, s)) in frontier[lo..hi].iter().enumerate() {
+            for (k, (_, packed)) in frontier[lo..hi].iter().enumerate() {
+                let s = &packed.state();
                 m.successors(s, &mut succs);
                 for succ in succs.drain(..) {
                     count += 1;
@@ -492,13 +510,21 @@ fn search_with(
                         continue;
                     }
                     let violates = violated(&succ.next, pending);
+                    let w = &succ.next.world;
+                    let noted = Noted {
+                        accepted: w.resource.accepted,
+                        holds: holds(w),
+                        used: used(w),
+                    };
                     out.push(Found {
                         from: lo + k,
                         step: Link::new(succ.action, &succ.answers),
                         fp,
                         zone,
+                        packed: crate::pack::to_bytes(w).into_boxed_slice(),
                         state: succ.next,
                         violates,
+                        noted,
                     });
                 }
             }
@@ -565,15 +591,16 @@ fn search_with(
             // order; the shards deduplicate and merge in parallel, each in
             // that order, which is what one thread taking them all in
             // order would do (engine/passed.rs).
-            let mut meta: Vec<(usize, Link, u32)> = Vec::new();
+            let mut meta: Vec<(usize, Link, u32, Noted)> = Vec::new();
             for s in batch.into_iter().flat_map(|(succs, _)| succs) {
                 seen.hand(Arrival {
                     seq: meta.len() as u32,
                     fp: s.fp,
                     zone: s.zone,
                     state: s.state,
+                    packed: s.packed,
                 });
-                meta.push((s.from, s.step, s.violates));
+                meta.push((s.from, s.step, s.violates, s.noted));
             }
             seen.each_shard(threads, |shard| shard.take_in(&canon, merge, depth + 1));
             // The new states get their ids in frontier order.
@@ -585,14 +612,13 @@ fn search_with(
             }
             for (seq, p) in placed.into_iter().enumerate() {
                 let Some((sh, at)) = p else { continue };
-                let (from, step, violates) = meta[seq];
+                let (from, step, violates, noted) = meta[seq];
                 let nid = parent.len() as u32;
                 parent.push((frontier[from].0, step));
-                let w = &seen.shards[sh].next[at as usize].world;
-                max_accepted_writes = max_accepted_writes.max(w.resource.accepted);
-                acquired |= holds(w);
+                max_accepted_writes = max_accepted_writes.max(noted.accepted);
+                acquired |= noted.holds;
                 if violates != 0 {
-                    let f = used(w);
+                    let f = noted.used;
                     for (i, c) in cands.iter_mut().enumerate() {
                         if violates & (1 << i) != 0 && c.is_none_or(|(bf, _)| f < bf) {
                             *c = Some((f, nid));
@@ -617,7 +643,7 @@ fn search_with(
             if let Some(c) = contributors.as_mut() {
                 for (sh, shard) in seen.shards.iter_mut().enumerate() {
                     for (seq, into) in shard.absorbed.drain(..) {
-                        let (from, step, _) = meta[seq as usize];
+                        let (from, step, _, _) = meta[seq as usize];
                         c.step_into(id_at(&ids, sh, into), frontier[from].0, step);
                     }
                     for (gone, kept) in shard.joined.drain(..) {
@@ -654,31 +680,28 @@ fn search_with(
             }
             ids.iter_mut().for_each(Vec::clear);
         }
-        // The next frontier, in id order, moved out of the shards. Within a
-        // shard, states were placed in arrival order and numbered in
-        // arrival order, so each shard's states come in id order too: the
-        // frontier is a merge of the shards' lists, taken by one cursor
-        // each, with no second copy of the level.
+        // The next frontier, in id order, moved out of the shards, each
+        // shard packing its states first (in parallel). Within a shard,
+        // states were placed in arrival order and numbered in arrival
+        // order, so each shard's states come in id order too: the frontier
+        // is a merge of the shards' lists, taken by one cursor each, with
+        // no second copy of the level.
+        seen.each_shard(threads, |shard| shard.pack_level());
         let mut cursors: Vec<_> = seen
             .shards
             .iter_mut()
-            .map(|shard| (shard.next.drain(..).enumerate(), &shard.dead))
+            .map(|shard| shard.packed.drain(..).enumerate())
             .collect();
         frontier = Vec::with_capacity(order.len());
         for (sh, at, nid) in order {
-            let (states, dead) = &mut cursors[sh];
-            if dead[at as usize] {
-                continue;
-            }
-            let state = states
+            let state = cursors[sh]
                 .find(|(i, _)| *i == at as usize)
                 .map(|(_, st)| st)
                 .expect("a shard's states are taken in the order they were placed");
-            frontier.push((nid, state));
-        }
-        drop(cursors);
-        for shard in &mut seen.shards {
-            shard.dead.clear();
+            // A state merged into another is not expanded.
+            if let Some(state) = state {
+                frontier.push((nid, state));
+            }
         }
         if !frontier.is_empty() {
             depth += 1;

@@ -25,6 +25,7 @@ use std::fmt;
 use std::ops::Add;
 
 use super::solve::{self, Diff, Rational};
+use crate::pack::{Pack, Reader, put_varint};
 
 /// One DBM entry: `(c, ≤)`, `(c, <)` or `∞`, encoded in an `i64` as
 /// `raw = (c << 1) | weak` (`weak = 1` for `≤`) so that comparing raws
@@ -983,6 +984,33 @@ impl MinZone {
     }
 }
 
+/// A minimal graph packed (`crate::pack`): the dimension, then each kept
+/// constraint as its two clocks and its bound, a varint. What the search
+/// keeps of a frontier state's zone.
+impl Pack for MinZone {
+    fn pack(&self, out: &mut Vec<u8>) {
+        out.push(self.n);
+        put_varint(out, self.edges.len() as u64);
+        for &(b, i, j) in self.edges.iter() {
+            out.push(i);
+            out.push(j);
+            b.0.pack(out);
+        }
+    }
+    fn unpack(r: &mut Reader) -> MinZone {
+        let n = r.byte();
+        let k = r.varint() as usize;
+        let edges = (0..k)
+            .map(|_| {
+                let i = r.byte();
+                let j = r.byte();
+                (Bound(i64::unpack(r)), i, j)
+            })
+            .collect();
+        MinZone { n, edges }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1194,6 +1222,10 @@ mod tests {
             let b = zone(&mut next);
             let min = a.minimal();
             assert_eq!(min.to_dbm(), a, "{a:?}");
+            assert_eq!(
+                crate::pack::from_bytes::<MinZone>(&crate::pack::to_bytes(&min)),
+                min
+            );
             assert_eq!(min.includes(&b), a.includes(&b), "{a:?} ⊇ {b:?}");
             assert!(min.includes(&a));
             if a.is_empty() {

@@ -5,6 +5,7 @@
 
 pub mod concrete;
 pub mod dbm;
+pub mod packed;
 pub mod passed;
 pub mod solve;
 pub mod zone;

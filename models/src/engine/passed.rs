@@ -15,8 +15,10 @@
 
 use crate::canon::Canon;
 use crate::engine::dbm::{Dbm, MinZone};
+use crate::engine::packed::Packed;
 use crate::engine::zone::ZState;
 use crate::faults::Budgets;
+use crate::world::World;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
@@ -110,11 +112,13 @@ impl Zones {
         true
     }
 
-    /// Stores `z`, known not to be covered (by [`absorb`] just before), as
-    /// a zone that may still grow on this level ([`merge_level`] seals it).
-    fn insert_uncovered(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) {
+    /// Stores a zone, known not to be covered (by [`absorb`] just
+    /// before), as its minimal graph: inclusion is all that is asked of it
+    /// until a merge grows it (which keeps the merged zone whole until the
+    /// level's end, [`merge_level`]).
+    fn insert_min(&mut self, fp: u64, zone: MinZone, left: Budgets, level: u64, at: u32) {
         self.map.entry(fp).or_default().push(Stored {
-            zone: Kept::Full(zone),
+            zone: Kept::Min(zone),
             left,
             level,
             at,
@@ -159,12 +163,64 @@ impl Stored {
 }
 
 /// A successor handed to its shard: its place in the batch, its world's
-/// fingerprint, its zone in the canonical layout, and the state itself.
+/// fingerprint, its zone in the canonical layout, and the state itself,
+/// with its world also packed.
 pub struct Arrival {
     pub seq: u32,
     pub fp: u64,
     pub zone: Dbm,
     pub state: ZState,
+    pub packed: Box<[u8]>,
+}
+
+/// A state new on the level being built, with its world packed
+/// (`crate::world::pack`; equal worlds have equal bytes). It is kept
+/// packed, zone and all, unless a merge grows its zone: a merged zone is
+/// likely to grow again on the same level, so it stays whole until the
+/// level's end packs it.
+pub enum Pending {
+    Packed(Packed),
+    Merged { world: Box<[u8]>, zone: Dbm },
+}
+
+impl Pending {
+    fn world(&self) -> &[u8] {
+        match self {
+            Pending::Packed(p) => p.world(),
+            Pending::Merged { world, .. } => world,
+        }
+    }
+
+    fn zone(&self) -> std::borrow::Cow<'_, Dbm> {
+        match self {
+            Pending::Packed(p) => std::borrow::Cow::Owned(p.zone()),
+            Pending::Merged { zone, .. } => std::borrow::Cow::Borrowed(zone),
+        }
+    }
+
+    /// Its zone is now `zone`.
+    fn grow(&mut self, zone: Dbm) {
+        let world = match self {
+            Pending::Packed(p) => p.world().into(),
+            Pending::Merged { world, .. } => std::mem::take(world),
+        };
+        *self = Pending::Merged { world, zone };
+    }
+
+    /// The state, unpacked.
+    fn state(&self) -> ZState {
+        ZState {
+            world: crate::pack::from_bytes::<World>(self.world()),
+            zone: self.zone().into_owned(),
+        }
+    }
+
+    fn into_packed(self) -> Packed {
+        match self {
+            Pending::Packed(p) => p,
+            Pending::Merged { world, zone } => Packed::new(&world, &zone.minimal()),
+        }
+    }
 }
 
 /// One shard: the zones of the worlds whose fingerprints fall in it, and
@@ -173,9 +229,12 @@ pub struct Arrival {
 pub struct Shard {
     zones: Zones,
     /// States new on the level being built, by index in the shard.
-    pub next: Vec<ZState>,
+    pub next: Vec<Pending>,
     /// `next[i]` was merged into another state of the level.
     pub dead: Vec<bool>,
+    /// The level's states packed at its end ([`Shard::pack_level`]), by
+    /// index in the shard; `None` for those merged into another.
+    pub packed: Vec<Option<Packed>>,
     /// Fingerprints given a new zone on this level, for [`merge_level`].
     fps: Vec<u64>,
     /// Successors handed to this shard, in frontier order.
@@ -273,7 +332,8 @@ impl Shard {
     pub fn take_in(&mut self, canon: &Canon, merge: bool, level: u64) {
         for a in std::mem::take(&mut self.inbox) {
             let at = self.next.len() as u32;
-            if merge {
+            let left = a.state.world.faults_left;
+            let real = if merge {
                 match absorb(canon, self, &a, level) {
                     Some(Absorbed::Covered) => continue,
                     Some(Absorbed::Into(at)) => {
@@ -284,18 +344,28 @@ impl Shard {
                     }
                     None => {}
                 }
-                // Not absorbed: no stored zone includes it.
-                let left = a.state.world.faults_left;
-                self.zones.insert_uncovered(a.fp, a.zone, left, level, at);
+                // Not absorbed: no stored zone includes it. Its zone as
+                // the passed list keeps it (in the canonical layout) and as
+                // the frontier will, as minimal graphs: one graph when the
+                // layouts agree, as they do for most states.
+                let canonical = a.zone.minimal();
+                let real = if a.zone == a.state.zone {
+                    canonical.clone()
+                } else {
+                    a.state.zone.minimal()
+                };
+                self.zones.insert_min(a.fp, canonical, left, level, at);
                 self.fps.push(a.fp);
-            } else if !self
-                .zones
-                .insert(a.fp, a.zone, a.state.world.faults_left, level, at)
-            {
-                continue;
-            }
+                real
+            } else {
+                if !self.zones.insert(a.fp, a.zone, left, level, at) {
+                    continue;
+                }
+                a.state.zone.minimal()
+            };
             self.placed.push((a.seq, at));
-            self.next.push(a.state);
+            self.next
+                .push(Pending::Packed(Packed::new(&a.packed, &real)));
             self.dead.push(false);
         }
     }
@@ -303,6 +373,16 @@ impl Shard {
     /// The end of a level: groups merged ([`merge_level`]).
     pub fn end_level(&mut self, canon: &Canon, level: u64) {
         merge_level(canon, self, level);
+    }
+
+    /// Packs the level's states for the frontier, leaving `next` empty.
+    pub fn pack_level(&mut self) {
+        self.packed = self
+            .next
+            .drain(..)
+            .zip(self.dead.drain(..))
+            .map(|(p, dead)| (!dead).then(|| p.into_packed()))
+            .collect();
     }
 }
 
@@ -338,10 +418,11 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         let mut hit = None;
         for (i, e) in list.iter().enumerate() {
             let at = e.at as usize;
-            if e.level != level || dead[at] || into == Some(i) || next[at].world != s.state.world {
+            if e.level != level || dead[at] || into == Some(i) || next[at].world() != &s.packed[..]
+            {
                 continue;
             }
-            if let Some(h) = next[at].zone.convex_union(&zone) {
+            if let Some(h) = next[at].zone().convex_union(&zone) {
                 hit = Some((i, h));
                 break;
             }
@@ -365,8 +446,13 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
     }
     let i = into?;
     let at = list[i].at as usize;
-    next[at].zone = zone;
-    list[i].zone = Kept::Full(canon.canonical(&next[at]).1);
+    // The merged state's world is the successor's own (they compared equal).
+    let merged = ZState {
+        world: s.state.world.clone(),
+        zone,
+    };
+    list[i].zone = Kept::Full(canon.canonical(&merged).1);
+    next[at].grow(merged.zone);
     Some(Absorbed::Into(at as u32))
 }
 
@@ -428,7 +514,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
 fn merge_world(
     canon: &Canon,
     list: &mut Vec<Stored>,
-    next: &mut [ZState],
+    next: &mut [Pending],
     dead: &mut [bool],
     record: bool,
     joined: &mut Vec<(u32, u32)>,
@@ -443,10 +529,10 @@ fn merge_world(
     // One group per world (a fingerprint is a world up to renaming).
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in mine {
-        let w = &next[list[i].at as usize].world;
+        let w = next[list[i].at as usize].world();
         match groups
             .iter_mut()
-            .find(|g| next[list[g[0]].at as usize].world == *w)
+            .find(|g| next[list[g[0]].at as usize].world() == w)
         {
             Some(g) => g.push(i),
             None => groups.push(vec![i]),
@@ -457,7 +543,11 @@ fn merge_world(
     // tried as a pair already: only groups of three or more can merge.
     for g in groups.iter().filter(|g| g.len() >= 3) {
         let hull = {
-            let zones: Vec<&Dbm> = g.iter().map(|&i| &next[list[i].at as usize].zone).collect();
+            let zones: Vec<_> = g
+                .iter()
+                .map(|&i| next[list[i].at as usize].zone())
+                .collect();
+            let zones: Vec<&Dbm> = zones.iter().map(|z| z.as_ref()).collect();
             let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
             if hull.covered_by_union(&zones, PIECES_PER_ZONE * zones.len()) != Some(true) {
                 continue;
@@ -469,8 +559,8 @@ fn merge_world(
             .min_by_key(|&&i| list[i].at)
             .expect("a group of two or more");
         let at = list[keep].at as usize;
-        next[at].zone = hull;
-        list[keep].zone = Kept::Full(canon.canonical(&next[at]).1);
+        next[at].grow(hull);
+        list[keep].zone = Kept::Full(canon.canonical(&next[at].state()).1);
         for &i in g.iter().filter(|&&i| i != keep) {
             dead[list[i].at as usize] = true;
             if record {

@@ -12,6 +12,8 @@ pub use crate::time::{Clk, Micros};
 use locklab_traces::{Event, EventKind};
 use serde::{Deserialize, Serialize};
 
+pub mod pack;
+
 /// A participant that sends or receives messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
