@@ -29,7 +29,7 @@
 
 use crate::action::Action;
 use crate::canon::Canon;
-use crate::engine::packed::Packed;
+use crate::engine::packed::Level;
 use crate::engine::passed::{Arrival, Passed, Zones};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
@@ -477,59 +477,57 @@ fn search_with(
         }
     }
     pending.retain(|inv| !found.contains_key(inv));
-    let mut frontier: Vec<(u32, Packed)> = vec![(0, Packed::of(&init))];
+    let mut frontier = Level::one(0, &init);
     let mut depth = 0u64;
     let mut stop = Stop::Exhausted;
 
     // Expands frontier[lo..hi]; reads `seen` only.
-    let expand =
-        |frontier: &[(u32, Packed)], lo: usize, hi: usize, seen: &Passed, pending: &[Invariant]| {
-            let mut out = Vec::new();
-            let mut succs = Vec::new();
-            let mut count = 0u64;
-            // Duplicates within the chunk are common (diamonds): drop them here.
-            let mut local = Zones::new(opts.subsume_budgets);
-            for (k, (_, packed)) in frontier[lo..hi].iter().enumerate() {
-                let s = &packed.state();
-                m.successors(s, &mut succs);
-                for succ in succs.drain(..) {
-                    count += 1;
-                    // A fault that changed nothing but its own budget leads to a
-                    // state its predecessor dominates (same world and zone, more
-                    // budget): nothing new is reachable from it.
-                    if crate::faults::kind_of(&succ.action).is_some()
-                        && succ.next.world.same_but_budget(&s.world)
-                        && succ.next.zone == s.zone
-                    {
-                        continue;
-                    }
-                    let (fp, zone) = canon.canonical(&succ.next);
-                    let left = succ.next.world.faults_left;
-                    if seen.covers(fp, &zone, &left) || !local.insert(fp, zone.clone(), left, 0, 0)
-                    {
-                        continue;
-                    }
-                    let violates = violated(&succ.next, pending);
-                    let w = &succ.next.world;
-                    let noted = Noted {
-                        accepted: w.resource.accepted,
-                        holds: holds(w),
-                        used: used(w),
-                    };
-                    out.push(Found {
-                        from: lo + k,
-                        step: Link::new(succ.action, &succ.answers),
-                        fp,
-                        zone,
-                        packed: crate::pack::to_bytes(w).into_boxed_slice(),
-                        state: succ.next,
-                        violates,
-                        noted,
-                    });
+    let expand = |frontier: &Level, lo: usize, hi: usize, seen: &Passed, pending: &[Invariant]| {
+        let mut out = Vec::new();
+        let mut succs = Vec::new();
+        let mut count = 0u64;
+        // Duplicates within the chunk are common (diamonds): drop them here.
+        let mut local = Zones::new(opts.subsume_budgets);
+        for k in 0..hi - lo {
+            let s = &frontier.state(lo + k);
+            m.successors(s, &mut succs);
+            for (index, succ) in succs.drain(..).enumerate() {
+                count += 1;
+                // A fault that changed nothing but its own budget leads to a
+                // state its predecessor dominates (same world and zone, more
+                // budget): nothing new is reachable from it.
+                if crate::faults::kind_of(&succ.action).is_some()
+                    && succ.next.world.same_but_budget(&s.world)
+                    && succ.next.zone == s.zone
+                {
+                    continue;
                 }
+                let (fp, zone) = canon.canonical(&succ.next);
+                let left = succ.next.world.faults_left;
+                if seen.covers(fp, &zone, &left) || !local.insert(fp, zone.clone(), left, 0, 0) {
+                    continue;
+                }
+                let violates = violated(&succ.next, pending);
+                let w = &succ.next.world;
+                let noted = Noted {
+                    accepted: w.resource.accepted,
+                    holds: holds(w),
+                    used: used(w),
+                };
+                out.push(Found {
+                    from: lo + k,
+                    step: Link::new(index, &succ.action, &succ.answers),
+                    fp,
+                    zone,
+                    packed: crate::pack::to_bytes(w).into_boxed_slice(),
+                    state: succ.next,
+                    violates,
+                    noted,
+                });
             }
-            (out, count)
-        };
+        }
+        (out, count)
+    };
 
     'levels: while !frontier.is_empty() {
         // With no invariant asked for, the whole space is explored.
@@ -614,7 +612,7 @@ fn search_with(
                 let Some((sh, at)) = p else { continue };
                 let (from, step, violates, noted) = meta[seq];
                 let nid = parent.len() as u32;
-                parent.push((frontier[from].0, step));
+                parent.push((frontier.id(from), step));
                 max_accepted_writes = max_accepted_writes.max(noted.accepted);
                 acquired |= noted.holds;
                 if violates != 0 {
@@ -644,7 +642,7 @@ fn search_with(
                 for (sh, shard) in seen.shards.iter_mut().enumerate() {
                     for (seq, into) in shard.absorbed.drain(..) {
                         let (from, step, _, _) = meta[seq as usize];
-                        c.step_into(id_at(&ids, sh, into), frontier[from].0, step);
+                        c.step_into(id_at(&ids, sh, into), frontier.id(from), step);
                     }
                     for (gone, kept) in shard.joined.drain(..) {
                         c.join(id_at(&ids, sh, gone), id_at(&ids, sh, kept));
@@ -692,17 +690,26 @@ fn search_with(
             .iter_mut()
             .map(|shard| shard.packed.drain(..).enumerate())
             .collect();
-        frontier = Vec::with_capacity(order.len());
+        let mut states = Vec::with_capacity(order.len());
         for (sh, at, nid) in order {
-            let state = cursors[sh]
+            let place = cursors[sh]
                 .find(|(i, _)| *i == at as usize)
-                .map(|(_, st)| st)
+                .map(|(_, p)| p)
                 .expect("a shard's states are taken in the order they were placed");
             // A state merged into another is not expanded.
-            if let Some(state) = state {
-                frontier.push((nid, state));
+            if let Some(place) = place {
+                states.push((nid, place));
             }
         }
+        drop(cursors);
+        frontier = Level {
+            arenas: seen
+                .shards
+                .iter_mut()
+                .map(|shard| std::mem::take(&mut shard.arena))
+                .collect(),
+            states,
+        };
         if !frontier.is_empty() {
             depth += 1;
         }
@@ -774,53 +781,61 @@ pub(crate) fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<
     links.reverse();
     let mut s = m.zinit();
     let mut path = Vec::with_capacity(links.len());
+    let mut succs = Vec::new();
     for l in links {
-        let answers = l.answers();
-        let n = m.follow(&s, &l.action, &answers)?;
-        s = n;
-        path.push((l.action, answers));
+        m.successors(&s, &mut succs);
+        let succ = succs.swap_remove(l.find(&succs)?);
+        succs.clear();
+        path.push((succ.action, succ.answers));
+        s = succ.next;
     }
     Some(path)
 }
 
-/// A step as stored in the parent links: the action and the answers to
-/// its timing questions (a bit each, at most 32).
+/// A step as stored in the parent links: which of its parent's successors
+/// it is (`LockModel::successors` lists them in an order that is a
+/// function of the state), with a 32-bit check of its action and answers.
+/// Eight bytes, where the step itself takes 56: one link is kept for every
+/// state stored.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Link {
-    pub(crate) action: Action,
-    bits: u32,
-    asks: u8,
+    index: u32,
+    check: u32,
 }
 
 impl Link {
-    const NONE: Link = Link {
-        action: Action::Step { client: 0 },
-        bits: 0,
-        asks: 0,
-    };
+    const NONE: Link = Link { index: 0, check: 0 };
 
-    fn new(action: Action, answers: &[bool]) -> Link {
-        assert!(
-            answers.len() <= 32,
-            "a step asks at most 32 timing questions"
-        );
-        let bits = answers
-            .iter()
-            .enumerate()
-            .fold(0u32, |b, (i, a)| b | (*a as u32) << i);
+    fn new(index: usize, action: &Action, answers: &[bool]) -> Link {
         Link {
-            action,
-            bits,
-            asks: answers.len() as u8,
+            index: index as u32,
+            check: Link::check_of(action, answers),
+        }
+    }
+
+    fn check_of(action: &Action, answers: &[bool]) -> u32 {
+        let mut h = Fingerprinter::new();
+        (action, answers).hash(&mut h);
+        h.finish() as u32
+    }
+
+    /// The index in `succs` (the successors of the state this step left)
+    /// of the step. Where the search took it, unless that one fails the
+    /// check: the state replayed along its first parents' path may have
+    /// a smaller zone than the one the search expanded, which a merge
+    /// grew, and so other successors. A check that collides would name
+    /// another step, and the path it gives would fail the feasibility
+    /// check every counterexample passes (`feasible`) before it is shown.
+    pub(crate) fn find(&self, succs: &[Succ]) -> Option<usize> {
+        let ok = |x: &Succ| Link::check_of(&x.action, &x.answers) == self.check;
+        match succs.get(self.index as usize) {
+            Some(x) if ok(x) => Some(self.index as usize),
+            _ => succs.iter().position(ok),
         }
     }
 
     /// A total order on steps, to keep lists of them deterministic.
-    pub(crate) fn sort_key(&self) -> (Action, u32, u8) {
-        (self.action, self.bits, self.asks)
-    }
-
-    pub(crate) fn answers(&self) -> Vec<bool> {
-        (0..self.asks).map(|i| self.bits >> i & 1 == 1).collect()
+    pub(crate) fn sort_key(&self) -> (u32, u32) {
+        (self.index, self.check)
     }
 }

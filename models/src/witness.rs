@@ -121,7 +121,7 @@ pub(crate) fn rebuild(
 
     // Forward, level by level, with exact zones. `trail` holds each kept
     // path's last step and the index of the path it extends.
-    let mut trail: Vec<(u32, Link)> = Vec::new();
+    let mut trail: Vec<(u32, PathStep)> = Vec::new();
     let mut level: Vec<(u32, ZState, u32)> = vec![(0, m.zinit(), ROOT)];
     let mut depth = 0u64;
     let mut stored = 1u64;
@@ -138,11 +138,7 @@ pub(crate) fn rebuild(
             let Some(steps) = out.get(n) else { continue };
             m.successors(s, &mut succs);
             for (child, l) in steps {
-                let answers = l.answers();
-                let Some(succ) = succs
-                    .iter()
-                    .find(|x| x.action == l.action && x.answers == answers)
-                else {
+                let Some(succ) = l.find(&succs).map(|i| &succs[i]) else {
                     continue;
                 };
                 let here = at.entry(*child).or_default();
@@ -158,7 +154,7 @@ pub(crate) fn rebuild(
                     }
                 }
                 here.push(next.len());
-                trail.push((*t, *l));
+                trail.push((*t, (succ.action, succ.answers.clone())));
                 next.push((*child, succ.next.clone(), trail.len() as u32 - 1));
                 alive.push(true);
             }
@@ -176,9 +172,9 @@ pub(crate) fn rebuild(
         let mut steps = Vec::new();
         let mut cur = *t;
         while cur != ROOT {
-            let (back, l) = trail[cur as usize];
-            steps.push((l.action, l.answers()));
-            cur = back;
+            let (back, step) = &trail[cur as usize];
+            steps.push(step.clone());
+            cur = *back;
         }
         steps.reverse();
         if feasible(m, &steps, inv) {

@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use locklab_models::FaultKind;
-use locklab_models::engine::packed::Packed;
+use locklab_models::engine::packed::Level;
 use locklab_models::engine::zone::ZState;
 use locklab_models::pack::{from_bytes, to_bytes};
 use locklab_models::world::World;
@@ -76,7 +76,7 @@ fn every_state_reached_packs_and_unpacks_to_itself() {
             let b = to_bytes(&s.world);
             assert_eq!(from_bytes::<World>(&b), s.world, "{p}");
             assert_eq!(to_bytes(&s.world.clone()), b, "{p}: packing is a function");
-            assert_eq!(Packed::of(s).state(), *s, "{p}");
+            assert_eq!(Level::one(0, s).state(0), *s, "{p}");
             bytes.insert(b);
             worlds.insert(&s.world);
             with_messages += !s.world.net.is_empty() as usize;

@@ -15,7 +15,7 @@
 
 use crate::canon::Canon;
 use crate::engine::dbm::{Dbm, MinZone};
-use crate::engine::packed::Packed;
+use crate::engine::packed::{Arena, Place};
 use crate::engine::zone::ZState;
 use crate::faults::Budgets;
 use crate::world::World;
@@ -175,50 +175,43 @@ pub struct Arrival {
 
 /// A state new on the level being built, with its world packed
 /// (`crate::world::pack`; equal worlds have equal bytes). It is kept
-/// packed, zone and all, unless a merge grows its zone: a merged zone is
-/// likely to grow again on the same level, so it stays whole until the
-/// level's end packs it.
+/// packed in its shard's arena, zone and all, unless a merge grows its
+/// zone: a merged zone is likely to grow again on the same level, so it
+/// stays whole until the level's end packs it.
 pub enum Pending {
-    Packed(Packed),
+    Packed(Place),
     Merged { world: Box<[u8]>, zone: Dbm },
 }
 
 impl Pending {
-    fn world(&self) -> &[u8] {
+    fn world<'a>(&'a self, arena: &'a Arena) -> &'a [u8] {
         match self {
-            Pending::Packed(p) => p.world(),
+            Pending::Packed(p) => arena.world(*p),
             Pending::Merged { world, .. } => world,
         }
     }
 
-    fn zone(&self) -> std::borrow::Cow<'_, Dbm> {
+    fn zone<'a>(&'a self, arena: &Arena) -> std::borrow::Cow<'a, Dbm> {
         match self {
-            Pending::Packed(p) => std::borrow::Cow::Owned(p.zone()),
+            Pending::Packed(p) => std::borrow::Cow::Owned(arena.zone(*p)),
             Pending::Merged { zone, .. } => std::borrow::Cow::Borrowed(zone),
         }
     }
 
-    /// Its zone is now `zone`.
-    fn grow(&mut self, zone: Dbm) {
+    /// Its zone is now `zone` (its bytes in the arena are left unused).
+    fn grow(&mut self, arena: &Arena, zone: Dbm) {
         let world = match self {
-            Pending::Packed(p) => p.world().into(),
+            Pending::Packed(p) => arena.world(*p).into(),
             Pending::Merged { world, .. } => std::mem::take(world),
         };
         *self = Pending::Merged { world, zone };
     }
 
     /// The state, unpacked.
-    fn state(&self) -> ZState {
+    fn state(&self, arena: &Arena) -> ZState {
         ZState {
-            world: crate::pack::from_bytes::<World>(self.world()),
-            zone: self.zone().into_owned(),
-        }
-    }
-
-    fn into_packed(self) -> Packed {
-        match self {
-            Pending::Packed(p) => p,
-            Pending::Merged { world, zone } => Packed::new(&world, &zone.minimal()),
+            world: crate::pack::from_bytes::<World>(self.world(arena)),
+            zone: self.zone(arena).into_owned(),
         }
     }
 }
@@ -230,11 +223,16 @@ pub struct Shard {
     zones: Zones,
     /// States new on the level being built, by index in the shard.
     pub next: Vec<Pending>,
+    /// The packed states of `next`.
+    pub arena: Arena,
+    /// This shard's number: its arena's among a level's.
+    number: u16,
     /// `next[i]` was merged into another state of the level.
     pub dead: Vec<bool>,
-    /// The level's states packed at its end ([`Shard::pack_level`]), by
-    /// index in the shard; `None` for those merged into another.
-    pub packed: Vec<Option<Packed>>,
+    /// Where the level's states lie in `arena` once the level is done
+    /// ([`Shard::pack_level`]), by index in the shard; `None` for those
+    /// merged into another.
+    pub packed: Vec<Option<Place>>,
     /// Fingerprints given a new zone on this level, for [`merge_level`].
     fps: Vec<u64>,
     /// Successors handed to this shard, in frontier order.
@@ -261,7 +259,12 @@ pub struct Passed {
 impl Default for Passed {
     fn default() -> Passed {
         Passed {
-            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            shards: (0..SHARDS)
+                .map(|i| Shard {
+                    number: i as u16,
+                    ..Shard::default()
+                })
+                .collect(),
         }
     }
 }
@@ -364,8 +367,8 @@ impl Shard {
                 a.state.zone.minimal()
             };
             self.placed.push((a.seq, at));
-            self.next
-                .push(Pending::Packed(Packed::new(&a.packed, &real)));
+            let place = self.arena.push(self.number, &a.packed, &real);
+            self.next.push(Pending::Packed(place));
             self.dead.push(false);
         }
     }
@@ -375,14 +378,28 @@ impl Shard {
         merge_level(canon, self, level);
     }
 
-    /// Packs the level's states for the frontier, leaving `next` empty.
+    /// Packs the level's states for the frontier, leaving `next` empty:
+    /// the merged ones join the others in `arena`.
     pub fn pack_level(&mut self) {
-        self.packed = self
-            .next
+        let Shard {
+            next,
+            dead,
+            arena,
+            packed,
+            number,
+            ..
+        } = self;
+        *packed = next
             .drain(..)
-            .zip(self.dead.drain(..))
-            .map(|(p, dead)| (!dead).then(|| p.into_packed()))
+            .zip(dead.drain(..))
+            .map(|(p, dead)| {
+                (!dead).then(|| match p {
+                    Pending::Packed(place) => place,
+                    Pending::Merged { world, zone } => arena.push(*number, &world, &zone.minimal()),
+                })
+            })
             .collect();
+        arena.shrink();
     }
 }
 
@@ -399,6 +416,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
     let Shard {
         zones,
         next,
+        arena,
         dead,
         record,
         joined,
@@ -418,11 +436,14 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         let mut hit = None;
         for (i, e) in list.iter().enumerate() {
             let at = e.at as usize;
-            if e.level != level || dead[at] || into == Some(i) || next[at].world() != &s.packed[..]
+            if e.level != level
+                || dead[at]
+                || into == Some(i)
+                || next[at].world(arena) != &s.packed[..]
             {
                 continue;
             }
-            if let Some(h) = next[at].zone().convex_union(&zone) {
+            if let Some(h) = next[at].zone(arena).convex_union(&zone) {
                 hit = Some((i, h));
                 break;
             }
@@ -452,7 +473,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         zone,
     };
     list[i].zone = Kept::Full(canon.canonical(&merged).1);
-    next[at].grow(merged.zone);
+    next[at].grow(arena, merged.zone);
     Some(Absorbed::Into(at as u32))
 }
 
@@ -488,6 +509,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
     let Shard {
         zones,
         next,
+        arena,
         dead,
         fps,
         record,
@@ -500,7 +522,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
         let Some(list) = zones.map.get_mut(&fp) else {
             continue;
         };
-        merge_world(canon, list, next, dead, *record, joined, level);
+        merge_world(canon, list, (next, arena), dead, *record, joined, level);
         // The level is done with these zones: from now on they are only
         // asked about inclusion.
         for e in list.iter_mut().filter(|e| e.level == level) {
@@ -514,7 +536,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
 fn merge_world(
     canon: &Canon,
     list: &mut Vec<Stored>,
-    next: &mut [Pending],
+    (next, arena): (&mut [Pending], &Arena),
     dead: &mut [bool],
     record: bool,
     joined: &mut Vec<(u32, u32)>,
@@ -529,10 +551,10 @@ fn merge_world(
     // One group per world (a fingerprint is a world up to renaming).
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for i in mine {
-        let w = next[list[i].at as usize].world();
+        let w = next[list[i].at as usize].world(arena);
         match groups
             .iter_mut()
-            .find(|g| next[list[g[0]].at as usize].world() == w)
+            .find(|g| next[list[g[0]].at as usize].world(arena) == w)
         {
             Some(g) => g.push(i),
             None => groups.push(vec![i]),
@@ -545,7 +567,7 @@ fn merge_world(
         let hull = {
             let zones: Vec<_> = g
                 .iter()
-                .map(|&i| next[list[i].at as usize].zone())
+                .map(|&i| next[list[i].at as usize].zone(arena))
                 .collect();
             let zones: Vec<&Dbm> = zones.iter().map(|z| z.as_ref()).collect();
             let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
@@ -559,8 +581,8 @@ fn merge_world(
             .min_by_key(|&&i| list[i].at)
             .expect("a group of two or more");
         let at = list[keep].at as usize;
-        next[at].grow(hull);
-        list[keep].zone = Kept::Full(canon.canonical(&next[at].state()).1);
+        next[at].grow(arena, hull);
+        list[keep].zone = Kept::Full(canon.canonical(&next[at].state(arena)).1);
         for &i in g.iter().filter(|&&i| i != keep) {
             dead[list[i].at as usize] = true;
             if record {
