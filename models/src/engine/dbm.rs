@@ -868,7 +868,51 @@ pub struct MinZone {
     n: u8,
     /// `(i, j, D[i][j])`; the empty zone is the one constraint
     /// `x0 − x0 < 0`, which no non-empty canonical DBM satisfies.
-    edges: Box<[(Bound, u8, u8)]>,
+    edges: Edges,
+}
+
+/// The kept constraints. Each in one 64-bit word when every bound fits in
+/// 48 bits, as the bounds of any realistic configuration do (microseconds
+/// up to about 4 years): the clocks in the low 16 bits, the bound above.
+/// Half the memory of `(Bound, u8, u8)`, which the rare zone beyond falls
+/// back to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Edges {
+    Narrow(Box<[u64]>),
+    Wide(Box<[(Bound, u8, u8)]>),
+}
+
+impl Edges {
+    fn new(v: Vec<(Bound, u8, u8)>) -> Edges {
+        let fits = |b: Bound| b.0 >= -(1 << 47) && b.0 < (1 << 47);
+        if v.iter().all(|&(b, _, _)| fits(b)) {
+            Edges::Narrow(
+                v.iter()
+                    .map(|&(b, i, j)| ((b.0 as u64) << 16) | ((i as u64) << 8) | j as u64)
+                    .collect(),
+            )
+        } else {
+            Edges::Wide(v.into_boxed_slice())
+        }
+    }
+
+    fn narrow(e: u64) -> (Bound, u8, u8) {
+        (Bound((e as i64) >> 16), (e >> 8) as u8, e as u8)
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Edges::Narrow(e) => e.len(),
+            Edges::Wide(e) => e.len(),
+        }
+    }
+
+    fn to_vec(&self) -> Vec<(Bound, u8, u8)> {
+        match self {
+            Edges::Narrow(e) => e.iter().map(|&e| Edges::narrow(e)).collect(),
+            Edges::Wide(e) => e.to_vec(),
+        }
+    }
 }
 
 impl Dbm {
@@ -884,7 +928,7 @@ impl Dbm {
         if self.is_empty() {
             return MinZone {
                 n: n as u8,
-                edges: Box::new([(Bound::LT_ZERO, 0, 0)]),
+                edges: Edges::new(vec![(Bound::LT_ZERO, 0, 0)]),
             };
         }
         // class[i]: the least clock with a fixed difference to i.
@@ -941,7 +985,7 @@ impl Dbm {
         edges.sort_by_key(|&(_, i, j)| (i != 0 && j != 0, i, j));
         MinZone {
             n: n as u8,
-            edges: edges.into_boxed_slice(),
+            edges: Edges::new(edges),
         }
     }
 }
@@ -951,11 +995,16 @@ impl MinZone {
     /// O(constraints kept).
     pub fn includes(&self, z: &Dbm) -> bool {
         assert_eq!(self.n as usize, z.n, "dimension mismatch");
-        z.is_empty()
-            || self
-                .edges
-                .iter()
-                .all(|&(b, i, j)| z.at(i as usize, j as usize) <= b)
+        if z.is_empty() {
+            return true;
+        }
+        match &self.edges {
+            Edges::Narrow(e) => e.iter().all(|&e| {
+                let (b, i, j) = Edges::narrow(e);
+                z.at(i as usize, j as usize) <= b
+            }),
+            Edges::Wide(e) => e.iter().all(|&(b, i, j)| z.at(i as usize, j as usize) <= b),
+        }
     }
 
     /// How many constraints are kept.
@@ -969,7 +1018,7 @@ impl MinZone {
         for i in 0..d.n {
             d.set(i, i, Bound::LE_ZERO);
         }
-        for &(b, i, j) in self.edges.iter() {
+        for (b, i, j) in self.edges.to_vec() {
             let (i, j) = (i as usize, j as usize);
             if b < d.at(i, j) {
                 d.set(i, j, b);
@@ -991,7 +1040,7 @@ impl Pack for MinZone {
     fn pack(&self, out: &mut Vec<u8>) {
         out.push(self.n);
         put_varint(out, self.edges.len() as u64);
-        for &(b, i, j) in self.edges.iter() {
+        for (b, i, j) in self.edges.to_vec() {
             out.push(i);
             out.push(j);
             b.0.pack(out);
@@ -1000,14 +1049,17 @@ impl Pack for MinZone {
     fn unpack(r: &mut Reader) -> MinZone {
         let n = r.byte();
         let k = r.varint() as usize;
-        let edges = (0..k)
+        let edges: Vec<(Bound, u8, u8)> = (0..k)
             .map(|_| {
                 let i = r.byte();
                 let j = r.byte();
                 (Bound(i64::unpack(r)), i, j)
             })
             .collect();
-        MinZone { n, edges }
+        MinZone {
+            n,
+            edges: Edges::new(edges),
+        }
     }
 }
 
@@ -1194,6 +1246,30 @@ mod tests {
     /// graph closes back to the zone, no constraint of it can go, and it
     /// answers inclusion as the full matrix does.
     #[test]
+    fn a_minimal_graph_with_bounds_beyond_48_bits_keeps_them_whole() {
+        let big = Bound::MAX_CONST;
+        let mut z = Dbm::zero(3);
+        z.up();
+        z.constrain(1, 0, Bound::new(big, false));
+        z.constrain(0, 2, Bound::new(-big / 2, true));
+        let min = z.minimal();
+        assert!(matches!(min.edges, Edges::Wide(_)));
+        assert_eq!(min.to_dbm(), z);
+        assert!(min.includes(&z));
+        let mut inner = z.clone();
+        inner.constrain(1, 0, Bound::new(big - 1, false));
+        assert!(min.includes(&inner) && !inner.minimal().includes(&z));
+        assert_eq!(
+            crate::pack::from_bytes::<MinZone>(&crate::pack::to_bytes(&min)),
+            min
+        );
+        let mut small = Dbm::zero(3);
+        small.up();
+        small.constrain(1, 0, Bound::new(30_000_000, false));
+        assert!(matches!(small.minimal().edges, Edges::Narrow(_)));
+    }
+
+    #[test]
     fn the_minimal_graph_is_the_zone_and_answers_inclusion() {
         let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         let zone = |next: &mut dyn FnMut(u64) -> u64| {
@@ -1240,7 +1316,7 @@ mod tests {
                 let mut fewer = min.clone();
                 let mut edges = fewer.edges.to_vec();
                 edges.remove(drop);
-                fewer.edges = edges.into_boxed_slice();
+                fewer.edges = Edges::new(edges);
                 assert_ne!(
                     fewer.to_dbm(),
                     a,
