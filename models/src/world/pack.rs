@@ -3,7 +3,18 @@
 //! by field, so a field added to the world and not here does not compile.
 
 use super::*;
-use crate::pack::{Pack, Reader, pack_enum, pack_struct};
+use crate::pack::{Pack, Reader, pack_enum, pack_struct, put_varint};
+
+/// Up to eight flags in one byte.
+fn flags(bits: &[bool]) -> u8 {
+    bits.iter()
+        .enumerate()
+        .fold(0, |acc, (i, &b)| acc | (b as u8) << i)
+}
+
+fn flag(byte: u8, i: u8) -> bool {
+    byte >> i & 1 == 1
+}
 
 impl Pack for Clk {
     fn pack(&self, out: &mut Vec<u8>) {
@@ -28,13 +39,43 @@ pack_enum!(Node {
     1 Redis(r),
     2 Service,
 });
-pack_struct!(Val {
-    client,
-    round,
-    attempt,
-    per_attempt,
-    task,
-});
+// A value is two bytes, its client and its round, unless it is an
+// attempt's own or a task thread's (a flag in the round's varint says so).
+impl Pack for Val {
+    fn pack(&self, out: &mut Vec<u8>) {
+        let Val {
+            client,
+            round,
+            attempt,
+            per_attempt,
+            task,
+        } = *self;
+        let more = attempt != 0 || per_attempt || task;
+        out.push(client);
+        put_varint(out, (round as u64) << 1 | more as u64);
+        if more {
+            out.push(attempt);
+            out.push(flags(&[per_attempt, task]));
+        }
+    }
+    fn unpack(r: &mut Reader) -> Val {
+        let client = r.byte();
+        let x = r.varint();
+        let round = u8::try_from(x >> 1).expect("a packed round out of range");
+        let (attempt, f) = if x & 1 == 1 {
+            (r.byte(), r.byte())
+        } else {
+            (0, 0)
+        };
+        Val {
+            client,
+            round,
+            attempt,
+            per_attempt: flag(f, 0),
+            task: flag(f, 1),
+        }
+    }
+}
 pack_enum!(Chan { 0 Main, 1 Watchdog });
 pack_enum!(Cmd {
     0 SetNxPx { val, ttl },
@@ -70,20 +111,59 @@ pack_enum!(Reply {
     9 Alive(b),
 });
 pack_enum!(Body { 0 Req(c), 1 Reply(r) });
-pack_struct!(Msg {
-    from,
-    to,
-    chan,
-    conn,
-    seq,
-    body,
-    held,
-    late,
-    arrived,
-    orphan,
-    repl_wait,
-    clk,
-});
+// A message's four flags share a byte.
+impl Pack for Msg {
+    fn pack(&self, out: &mut Vec<u8>) {
+        let Msg {
+            from,
+            to,
+            chan,
+            conn,
+            seq,
+            body,
+            held,
+            late,
+            arrived,
+            orphan,
+            repl_wait,
+            clk,
+        } = self;
+        from.pack(out);
+        to.pack(out);
+        chan.pack(out);
+        conn.pack(out);
+        seq.pack(out);
+        body.pack(out);
+        out.push(flags(&[*held, *late, *arrived, *orphan]));
+        repl_wait.pack(out);
+        clk.pack(out);
+    }
+    fn unpack(r: &mut Reader) -> Msg {
+        let from = Pack::unpack(r);
+        let to = Pack::unpack(r);
+        let chan = Pack::unpack(r);
+        let conn = Pack::unpack(r);
+        let seq = Pack::unpack(r);
+        let body = Pack::unpack(r);
+        let f = r.byte();
+        let repl_wait = Pack::unpack(r);
+        let clk = Pack::unpack(r);
+        Msg {
+            from,
+            to,
+            chan,
+            conn,
+            seq,
+            body,
+            held: flag(f, 0),
+            late: flag(f, 1),
+            arrived: flag(f, 2),
+            orphan: flag(f, 3),
+            repl_wait,
+            clk,
+        }
+    }
+}
 pack_struct!(Expiry { ttl, shift, since });
 pack_struct!(Entry { val, exp, holds });
 pack_enum!(Role { 0 Primary, 1 Replica });
@@ -143,27 +223,91 @@ pack_enum!(Vote {
     2 No,
     3 Unsent,
 });
-pack_struct!(Client {
-    alive,
-    paused,
-    phase,
-    wait,
-    round,
-    read,
-    token,
-    wrote,
-    wd,
-    votes,
-    t1,
-    t1_shift,
-    attempt,
-    per_attempt,
-    reentered,
-    resent,
-    request,
-    gather,
-    unfolded,
-});
+// A client's five flags share a byte.
+impl Pack for Client {
+    fn pack(&self, out: &mut Vec<u8>) {
+        let Client {
+            alive,
+            paused,
+            phase,
+            wait,
+            round,
+            read,
+            token,
+            wrote,
+            wd,
+            votes,
+            t1,
+            t1_shift,
+            attempt,
+            per_attempt,
+            reentered,
+            resent,
+            request,
+            gather,
+            unfolded,
+        } = self;
+        out.push(flags(&[
+            *alive,
+            *wrote,
+            *per_attempt,
+            *reentered,
+            *unfolded,
+        ]));
+        paused.pack(out);
+        phase.pack(out);
+        wait.pack(out);
+        round.pack(out);
+        read.pack(out);
+        token.pack(out);
+        wd.pack(out);
+        votes.pack(out);
+        t1.pack(out);
+        t1_shift.pack(out);
+        attempt.pack(out);
+        resent.pack(out);
+        request.pack(out);
+        gather.pack(out);
+    }
+    fn unpack(r: &mut Reader) -> Client {
+        let f = r.byte();
+        let paused = Pack::unpack(r);
+        let phase = Pack::unpack(r);
+        let wait = Pack::unpack(r);
+        let round = Pack::unpack(r);
+        let read = Pack::unpack(r);
+        let token = Pack::unpack(r);
+        let wd = Pack::unpack(r);
+        let votes = Pack::unpack(r);
+        let t1 = Pack::unpack(r);
+        let t1_shift = Pack::unpack(r);
+        let attempt = Pack::unpack(r);
+        let resent = Pack::unpack(r);
+        let request = Pack::unpack(r);
+        let gather = Pack::unpack(r);
+        Client {
+            alive: flag(f, 0),
+            paused,
+            phase,
+            wait,
+            round,
+            read,
+            token,
+            wrote: flag(f, 1),
+            wd,
+            votes,
+            t1,
+            t1_shift,
+            attempt,
+            per_attempt: flag(f, 2),
+            reentered: flag(f, 3),
+            resent,
+            request,
+            gather,
+            unfolded: flag(f, 4),
+        }
+    }
+}
 pack_struct!(Resource {
     value,
     accepted,
