@@ -173,45 +173,48 @@ pub struct Arrival {
     pub packed: Box<[u8]>,
 }
 
-/// A state new on the level being built, with its world packed
-/// (`crate::world::pack`; equal worlds have equal bytes). It is kept
-/// packed in its shard's arena, zone and all, unless a merge grows its
-/// zone: a merged zone is likely to grow again on the same level, so it
-/// stays whole until the level's end packs it.
-pub enum Pending {
-    Packed(Place),
-    Merged { world: Box<[u8]>, zone: Dbm },
+/// A state new on the level being built, packed in its shard's arena
+/// (`crate::world::pack`: equal worlds have equal bytes). Its zone is
+/// unpacked, once, when a successor of the same world may merge into it,
+/// and stays whole for the rest of the level: a world with several zones
+/// on a level tends to meet more. A zone a merge grew is packed anew at
+/// the level's end; the world never changes, since only equal worlds
+/// merge.
+pub struct Pending {
+    place: Place,
+    whole: Option<Dbm>,
+    grown: bool,
 }
 
 impl Pending {
-    fn world<'a>(&'a self, arena: &'a Arena) -> &'a [u8] {
-        match self {
-            Pending::Packed(p) => arena.world(*p),
-            Pending::Merged { world, .. } => world,
+    fn new(place: Place) -> Pending {
+        Pending {
+            place,
+            whole: None,
+            grown: false,
         }
     }
 
-    fn zone<'a>(&'a self, arena: &Arena) -> std::borrow::Cow<'a, Dbm> {
-        match self {
-            Pending::Packed(p) => std::borrow::Cow::Owned(arena.zone(*p)),
-            Pending::Merged { zone, .. } => std::borrow::Cow::Borrowed(zone),
-        }
+    fn world<'a>(&self, arena: &'a Arena) -> &'a [u8] {
+        arena.world(self.place)
     }
 
-    /// Its zone is now `zone` (its bytes in the arena are left unused).
-    fn grow(&mut self, arena: &Arena, zone: Dbm) {
-        let world = match self {
-            Pending::Packed(p) => arena.world(*p).into(),
-            Pending::Merged { world, .. } => std::mem::take(world),
-        };
-        *self = Pending::Merged { world, zone };
+    /// Its zone, unpacked for the rest of the level.
+    fn zone(&mut self, arena: &Arena) -> &Dbm {
+        self.whole.get_or_insert_with(|| arena.zone(self.place))
+    }
+
+    /// Its zone is now `zone`.
+    fn grow(&mut self, zone: Dbm) {
+        self.whole = Some(zone);
+        self.grown = true;
     }
 
     /// The state, unpacked.
-    fn state(&self, arena: &Arena) -> ZState {
+    fn state(&mut self, arena: &Arena) -> ZState {
         ZState {
             world: crate::pack::from_bytes::<World>(self.world(arena)),
-            zone: self.zone(arena).into_owned(),
+            zone: self.zone(arena).clone(),
         }
     }
 }
@@ -368,7 +371,7 @@ impl Shard {
             };
             self.placed.push((a.seq, at));
             let place = self.arena.push(self.number, &a.packed, &real);
-            self.next.push(Pending::Packed(place));
+            self.next.push(Pending::new(place));
             self.dead.push(false);
         }
     }
@@ -393,9 +396,12 @@ impl Shard {
             .drain(..)
             .zip(dead.drain(..))
             .map(|(p, dead)| {
-                (!dead).then(|| match p {
-                    Pending::Packed(place) => place,
-                    Pending::Merged { world, zone } => arena.push(*number, &world, &zone.minimal()),
+                (!dead).then(|| match (p.grown, p.whole) {
+                    (true, Some(zone)) => {
+                        let world = arena.world(p.place).to_vec();
+                        arena.push(*number, &world, &zone.minimal())
+                    }
+                    _ => p.place,
                 })
             })
             .collect();
@@ -473,7 +479,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         zone,
     };
     list[i].zone = Kept::Full(canon.canonical(&merged).1);
-    next[at].grow(arena, merged.zone);
+    next[at].grow(merged.zone);
     Some(Absorbed::Into(at as u32))
 }
 
@@ -565,11 +571,16 @@ fn merge_world(
     // tried as a pair already: only groups of three or more can merge.
     for g in groups.iter().filter(|g| g.len() >= 3) {
         let hull = {
-            let zones: Vec<_> = g
+            for &i in g {
+                next[list[i].at as usize].zone(arena);
+            }
+            let zones: Vec<&Dbm> = g
                 .iter()
-                .map(|&i| next[list[i].at as usize].zone(arena))
+                .map(|&i| {
+                    let p = &next[list[i].at as usize];
+                    p.whole.as_ref().expect("unpacked just above")
+                })
                 .collect();
-            let zones: Vec<&Dbm> = zones.iter().map(|z| z.as_ref()).collect();
             let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
             if hull.covered_by_union(&zones, PIECES_PER_ZONE * zones.len()) != Some(true) {
                 continue;
@@ -581,7 +592,7 @@ fn merge_world(
             .min_by_key(|&&i| list[i].at)
             .expect("a group of two or more");
         let at = list[keep].at as usize;
-        next[at].grow(arena, hull);
+        next[at].grow(hull);
         list[keep].zone = Kept::Full(canon.canonical(&next[at].state(arena)).1);
         for &i in g.iter().filter(|&&i| i != keep) {
             dead[list[i].at as usize] = true;
