@@ -36,36 +36,14 @@ fn reachable(m: &locklab_models::LockModel, limit: usize) -> Vec<ZState> {
 
 #[test]
 fn every_state_reached_packs_and_unpacks_to_itself() {
-    use FaultKind::*;
-    let every = [
-        Pause, Delay, Loss, Duplicate, Slow, Crash, Restart, Failover, ClockJump,
-    ];
     let mut states = 0;
     let mut with_messages = 0;
-    for p in [
-        "setnx-expire",
-        "naive-del",
-        "get-del",
-        "lua-release",
-        "watchdog",
-        "replicated",
-        "fencing-redis",
-        "redlock",
-        "fencing",
-        "zookeeper",
-        "etcd",
-        "queue",
-        "no-lock",
-    ] {
-        let kinds: Vec<FaultKind> = every
-            .iter()
-            .copied()
-            .filter(|k| {
-                locklab_models::protocols::by_name(p)
-                    .unwrap()
-                    .faults()
-                    .contains(k)
-            })
+    for proto in locklab_models::protocols::ALL {
+        let p = proto.name();
+        // Every fault kind the protocol can suffer.
+        let kinds: Vec<FaultKind> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| proto.faults().contains(k))
             .collect();
         let m = model_with(p, &kinds, |p| p.max_faults = Some(2));
         let reached = reachable(&m, 3000);
