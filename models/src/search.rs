@@ -21,8 +21,10 @@
 //! depend on the number of threads, so neither do the states kept nor the
 //! result (`models/tests/threads.rs`).
 //!
-//! Memory: one 64-bit fingerprint and one parent link per distinct state,
-//! plus the states of the current and the next level.
+//! Memory: per distinct state, its zone's minimal graph in the passed
+//! list (under its world's 64-bit fingerprint) and an 8-byte parent link;
+//! plus the states of the level being expanded and of the one being
+//! built, packed (`engine::packed`).
 //! Fingerprints are hash-compacted (as in TLC and stateright): two distinct
 //! states colliding would wrongly merge them; with 64-bit fingerprints the
 //! chance is about n^2 / 2^65 (3e-6 at 10 million states).
