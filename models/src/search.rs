@@ -31,7 +31,7 @@
 
 use crate::action::Action;
 use crate::canon::Canon;
-use crate::engine::packed::Level;
+use crate::engine::packed::{Level, world_hash};
 use crate::engine::passed::{Arrival, Passed, Zones};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
@@ -292,8 +292,9 @@ struct Found {
     fp: u64,
     zone: crate::engine::dbm::Dbm,
     state: ZState,
-    /// Its world packed, as the level keeps it.
+    /// Its world packed, as the level keeps it, and its hash.
     packed: Box<[u8]>,
+    hash: u64,
     /// Invariants (bits, in the order of the pending list) it violates.
     violates: u32,
     /// What the search notes of every state it keeps (`Noted`).
@@ -490,8 +491,9 @@ fn search_with(
         let mut count = 0u64;
         // Duplicates within the chunk are common (diamonds): drop them here.
         let mut local = Zones::new(opts.subsume_budgets);
+        let mut caches = Vec::new();
         for k in 0..hi - lo {
-            let s = &frontier.state(lo + k);
+            let s = &frontier.state(lo + k, &mut caches);
             m.successors(s, &mut succs);
             for (index, succ) in succs.drain(..).enumerate() {
                 count += 1;
@@ -516,12 +518,14 @@ fn search_with(
                     holds: holds(w),
                     used: used(w),
                 };
+                let packed = crate::pack::to_bytes(w).into_boxed_slice();
                 out.push(Found {
                     from: lo + k,
                     step: Link::new(index, &succ.action, &succ.answers),
                     fp,
                     zone,
-                    packed: crate::pack::to_bytes(w).into_boxed_slice(),
+                    hash: world_hash(&packed),
+                    packed,
                     state: succ.next,
                     violates,
                     noted,
@@ -599,6 +603,7 @@ fn search_with(
                     zone: s.zone,
                     state: s.state,
                     packed: s.packed,
+                    hash: s.hash,
                 });
                 meta.push((s.from, s.step, s.violates, s.noted));
             }
@@ -704,14 +709,12 @@ fn search_with(
             }
         }
         drop(cursors);
-        frontier = Level {
-            arenas: seen
-                .shards
-                .iter_mut()
-                .map(|shard| std::mem::take(&mut shard.arena))
-                .collect(),
-            states,
-        };
+        let arenas: Vec<_> = seen
+            .shards
+            .iter_mut()
+            .map(|shard| std::mem::take(&mut shard.arena))
+            .collect();
+        frontier = Level::ordered(&arenas, states);
         if !frontier.is_empty() {
             depth += 1;
         }

@@ -1,36 +1,60 @@
 //! Symbolic states as the search keeps them between levels: each state's
 //! world packed (`crate::world::pack`), then its zone's minimal constraint
-//! graph packed (`Dbm::minimal`), one after another in large buffers
-//! ([`Arena`]). A wide level of the breadth-first search is held whole, so
-//! this, not the state as the model works on it, is what bounds how wide
-//! a level can be: for the default Redlock check, a state of about 1.7 KB
-//! unpacked (its world's vectors and a 9×9 matrix of 64-bit bounds) packs
-//! into about 370 bytes. One buffer per shard and level, not an allocation
-//! per state, so that the states of a level, which live long, do not pin
-//! half-empty pages of the allocator among the successors, which do not.
+//! graph packed (`Dbm::minimal`), one after another in blocks that are
+//! compressed once full ([`Arena`]). A wide level of the breadth-first
+//! search is held whole, so this, not the state as the model works on it,
+//! is what bounds how wide a level can be: for the default Redlock check,
+//! a state of about 1.7 KB unpacked (its world's vectors and a 9×9 matrix
+//! of 64-bit bounds) packs into about 350 bytes, and the states of a level
+//! are so alike that a block of them compresses about five times (lz4).
+//! One arena per shard and level, not an allocation per state, so that
+//! the states of a level, which live long, do not pin half-empty pages of
+//! the allocator among the successors, which do not.
 //!
-//! Packing loses nothing: the world's encoding is canonical and the
-//! minimal graph's closure is the zone again, so a state read back is
-//! exactly the state packed.
+//! Packing loses nothing: the world's encoding is canonical, the minimal
+//! graph's closure is the zone again, and lz4 is lossless, so a state read
+//! back is exactly the state packed.
 
 use super::dbm::{Dbm, MinZone};
 use super::zone::ZState;
 use crate::pack::{Pack, Reader};
 use crate::world::World;
+use std::borrow::Cow;
 
-/// Packed states, one after another.
+/// Bytes of packed states per block before it is compressed: some forty
+/// states of the default Redlock. Reading a state from a compressed block
+/// decompresses the block (a few microseconds); the search reads a
+/// block's states in order, or once per merge candidate.
+const BLOCK: usize = 16 * 1024;
+
+/// Packed states, one after another: full blocks compressed, the last one
+/// whole.
 #[derive(Debug, Default)]
 pub struct Arena {
-    bytes: Vec<u8>,
+    /// Full blocks, lz4-compressed, each prefixed with its length whole.
+    blocks: Vec<Box<[u8]>>,
+    /// The block being filled.
+    tail: Vec<u8>,
+    /// The last block [`Arena::world`] or [`Arena::zone`] decompressed.
+    scratch: std::sync::Mutex<Cache>,
 }
 
-/// Where a packed state lies: which arena, where in it, and how long its
-/// world is (its zone follows).
+/// Where a packed state lies: which arena, which block and where in it,
+/// and how long its world is (its zone follows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Place {
-    offset: u64,
+    block: u32,
+    offset: u32,
     world_len: u32,
     arena: u16,
+}
+
+/// A block decompressed, kept for the next read from it.
+#[derive(Debug, Default)]
+pub struct Cache {
+    /// (arena, block) of `bytes`.
+    at: Option<(u16, u32)>,
+    bytes: Vec<u8>,
 }
 
 impl Arena {
@@ -38,49 +62,126 @@ impl Arena {
     /// compares worlds so) and its zone's minimal graph; `arena` is this
     /// arena's number among those the places will be read from.
     pub fn push(&mut self, arena: u16, world: &[u8], zone: &MinZone) -> Place {
-        let offset = self.bytes.len() as u64;
-        self.bytes.extend_from_slice(world);
-        zone.pack(&mut self.bytes);
+        if self.tail.len() >= BLOCK {
+            self.seal();
+        }
+        let offset = self.tail.len() as u32;
+        self.tail.extend_from_slice(world);
+        zone.pack(&mut self.tail);
         Place {
+            block: self.blocks.len() as u32,
             offset,
             world_len: world.len() as u32,
             arena,
         }
     }
 
-    /// The packed world at `p`.
-    pub fn world(&self, p: Place) -> &[u8] {
-        let at = p.offset as usize;
-        &self.bytes[at..at + p.world_len as usize]
+    /// Compresses the block being filled.
+    fn seal(&mut self) {
+        let block = lz4_flex::block::compress_prepend_size(&self.tail);
+        self.blocks.push(block.into_boxed_slice());
+        self.tail.clear();
+    }
+
+    /// The bytes of the block that holds `p`, from `p` on, decompressing
+    /// the block into `cache` unless it is there already.
+    fn from<'a>(&'a self, p: Place, cache: &'a mut Cache) -> &'a [u8] {
+        let b = p.block as usize;
+        let bytes: &[u8] = if b == self.blocks.len() {
+            &self.tail
+        } else {
+            if cache.at != Some((p.arena, p.block)) {
+                let block = &self.blocks[b];
+                let (len, data) = block.split_at(4);
+                let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+                cache.bytes.resize(len, 0);
+                let n = lz4_flex::block::decompress_into(data, &mut cache.bytes)
+                    .expect("a block this arena compressed decompresses");
+                assert_eq!(n, len, "a block decompresses to its length");
+                cache.at = Some((p.arena, p.block));
+            }
+            &cache.bytes
+        };
+        &bytes[p.offset as usize..]
+    }
+
+    /// The packed world at `p`: borrowed when it is in the block being
+    /// filled, copied out of its block otherwise.
+    pub fn world(&self, p: Place) -> Cow<'_, [u8]> {
+        let len = p.world_len as usize;
+        if p.block as usize == self.blocks.len() {
+            Cow::Borrowed(&self.tail[p.offset as usize..][..len])
+        } else {
+            let mut cache = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+            Cow::Owned(self.from(p, &mut cache)[..len].to_vec())
+        }
     }
 
     /// The zone at `p`, whole.
     pub fn zone(&self, p: Place) -> Dbm {
-        let at = p.offset as usize + p.world_len as usize;
-        MinZone::unpack(&mut Reader::new(&self.bytes[at..])).to_dbm()
+        let mut cache = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = self.from(p, &mut cache);
+        MinZone::unpack(&mut Reader::new(&bytes[p.world_len as usize..])).to_dbm()
     }
 
-    /// The state at `p`.
-    pub fn state(&self, p: Place) -> ZState {
-        ZState {
-            world: crate::pack::from_bytes::<World>(self.world(p)),
-            zone: self.zone(p),
+    /// The state at `p`, reading its block through `cache`.
+    pub fn state(&self, p: Place, cache: &mut Cache) -> ZState {
+        let bytes = self.from(p, cache);
+        let mut r = Reader::new(bytes);
+        let world = World::unpack(&mut r);
+        let zone = MinZone::unpack(&mut r).to_dbm();
+        ZState { world, zone }
+    }
+
+    /// The whole packed state at `p` (world and zone), read through
+    /// `cache`, and its world's length.
+    fn raw<'a>(&'a self, p: Place, cache: &'a mut Cache) -> &'a [u8] {
+        let bytes = self.from(p, cache);
+        let mut r = Reader::new(&bytes[p.world_len as usize..]);
+        MinZone::unpack(&mut r);
+        let len = bytes.len() - r.rest().len();
+        &bytes[..len]
+    }
+
+    /// Appends a state packed elsewhere, `bytes` whole, its world
+    /// `world_len` long.
+    fn push_raw(&mut self, bytes: &[u8], world_len: u32) -> Place {
+        if self.tail.len() >= BLOCK {
+            self.seal();
+        }
+        let offset = self.tail.len() as u32;
+        self.tail.extend_from_slice(bytes);
+        Place {
+            block: self.blocks.len() as u32,
+            offset,
+            world_len,
+            arena: 0,
         }
     }
 
     /// Gives back the room reserved for growth: the level is complete.
     pub fn shrink(&mut self) {
-        self.bytes.shrink_to_fit();
+        self.tail.shrink_to_fit();
+        self.blocks.shrink_to_fit();
     }
 
-    /// Bytes held.
+    /// Bytes held, compressed or not.
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.tail.len() + self.blocks.iter().map(|b| b.len()).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        self.tail.is_empty() && self.blocks.is_empty()
     }
+}
+
+/// A hash of a packed world, to tell most unequal worlds apart without
+/// reading them.
+pub fn world_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = crate::search::Fingerprinter::new();
+    h.write(bytes);
+    h.finish()
 }
 
 /// A level of the search, packed: its states in id order, each with its
@@ -92,6 +193,29 @@ pub struct Level {
 }
 
 impl Level {
+    /// The states at `states`, in that order, copied into one arena, so
+    /// that reading them in order decompresses each block once. The
+    /// shards fill their arenas in parallel, each with its own states; the
+    /// search reads a level in id order, which takes a state from each
+    /// shard in turn.
+    pub fn ordered(arenas: &[Arena], states: Vec<(u32, Place)>) -> Level {
+        let mut out = Arena::default();
+        let mut caches: Vec<Cache> = arenas.iter().map(|_| Cache::default()).collect();
+        let states = states
+            .into_iter()
+            .map(|(id, p)| {
+                let a = p.arena as usize;
+                let bytes = arenas[a].raw(p, &mut caches[a]);
+                (id, out.push_raw(bytes, p.world_len))
+            })
+            .collect();
+        out.shrink();
+        Level {
+            arenas: vec![out],
+            states,
+        }
+    }
+
     /// A level of one state.
     pub fn one(id: u32, s: &ZState) -> Level {
         let mut arena = Arena::default();
@@ -115,14 +239,71 @@ impl Level {
         self.states[k].0
     }
 
-    /// The `k`-th state, unpacked.
-    pub fn state(&self, k: usize) -> ZState {
+    /// The `k`-th state, unpacked; one cache per arena (`caches`, grown
+    /// as needed) keeps each shard's block for its next state.
+    pub fn state(&self, k: usize, caches: &mut Vec<Cache>) -> ZState {
         let p = self.states[k].1;
-        self.arenas[p.arena as usize].state(p)
+        let a = p.arena as usize;
+        if caches.len() <= a {
+            caches.resize_with(a + 1, Cache::default);
+        }
+        self.arenas[a].state(p, &mut caches[a])
     }
 
     /// Bytes held by the packed states.
     pub fn bytes(&self) -> usize {
         self.arenas.iter().map(Arena::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dbm::Bound;
+
+    #[test]
+    fn states_read_back_from_full_blocks_and_the_tail() {
+        let world = World {
+            clients: Vec::new(),
+            redis: Vec::new(),
+            net: Vec::new(),
+            resource: Default::default(),
+            faults_left: crate::faults::Budgets::none(),
+            ghost: Default::default(),
+            coord: Default::default(),
+        };
+        let mut a = Arena::default();
+        let mut places = Vec::new();
+        for k in 0..5000i64 {
+            let mut z = Dbm::zero(3);
+            z.up();
+            z.constrain(1, 0, Bound::new(k, false));
+            let mut w = world.clone();
+            w.resource.value = (k % 200) as u8;
+            let bytes = crate::pack::to_bytes(&w);
+            places.push((
+                a.push(0, &bytes, &z.minimal()),
+                ZState { world: w, zone: z },
+            ));
+        }
+        assert!(a.blocks.len() > 2, "the test fills several blocks");
+        let mut cache = Cache::default();
+        for (p, s) in &places {
+            assert_eq!(a.state(*p, &mut cache), *s);
+            assert_eq!(a.zone(*p), s.zone);
+            assert_eq!(&a.world(*p)[..], &crate::pack::to_bytes(&s.world)[..]);
+        }
+        let whole: usize = places
+            .iter()
+            .map(|(_, s)| {
+                crate::pack::to_bytes(&s.world).len()
+                    + crate::pack::to_bytes(&s.zone.minimal()).len()
+            })
+            .sum();
+        assert!(
+            a.len() * 2 < whole,
+            "alike states compress: {} of {whole}",
+            a.len()
+        );
     }
 }

@@ -171,32 +171,46 @@ pub struct Arrival {
     pub zone: Dbm,
     pub state: ZState,
     pub packed: Box<[u8]>,
+    /// `engine::packed::world_hash` of `packed`.
+    pub hash: u64,
 }
 
 /// A state new on the level being built, packed in its shard's arena
-/// (`crate::world::pack`: equal worlds have equal bytes). Its zone is
-/// unpacked, once, when a successor of the same world may merge into it,
-/// and stays whole for the rest of the level: a world with several zones
-/// on a level tends to meet more. A zone a merge grew is packed anew at
-/// the level's end; the world never changes, since only equal worlds
-/// merge.
+/// (`crate::world::pack`: equal worlds have equal bytes). A hash of its
+/// world tells most other worlds apart without reading the arena; when a
+/// successor may be its world, its world's bytes are read, once, and its
+/// zone unpacked, once, and both stay for the rest of the level: a world
+/// with several zones on a level tends to meet more. A zone a merge grew
+/// is packed anew at the level's end; the world never changes, since only
+/// equal worlds merge.
 pub struct Pending {
     place: Place,
+    hash: u64,
+    world: Option<Box<[u8]>>,
     whole: Option<Dbm>,
     grown: bool,
 }
 
 impl Pending {
-    fn new(place: Place) -> Pending {
+    fn new(place: Place, hash: u64) -> Pending {
         Pending {
             place,
+            hash,
+            world: None,
             whole: None,
             grown: false,
         }
     }
 
-    fn world<'a>(&self, arena: &'a Arena) -> &'a [u8] {
-        arena.world(self.place)
+    /// Its world's bytes, read from the arena the first time.
+    fn world(&mut self, arena: &Arena) -> &[u8] {
+        self.world
+            .get_or_insert_with(|| arena.world(self.place).into_owned().into_boxed_slice())
+    }
+
+    /// Whether its world is the one packed as `bytes`, whose hash is `hash`.
+    fn is_world(&mut self, arena: &Arena, bytes: &[u8], hash: u64) -> bool {
+        self.hash == hash && self.world(arena) == bytes
     }
 
     /// Its zone, unpacked for the rest of the level.
@@ -371,7 +385,7 @@ impl Shard {
             };
             self.placed.push((a.seq, at));
             let place = self.arena.push(self.number, &a.packed, &real);
-            self.next.push(Pending::new(place));
+            self.next.push(Pending::new(place, a.hash));
             self.dead.push(false);
         }
     }
@@ -396,12 +410,14 @@ impl Shard {
             .drain(..)
             .zip(dead.drain(..))
             .map(|(p, dead)| {
-                (!dead).then(|| match (p.grown, p.whole) {
-                    (true, Some(zone)) => {
-                        let world = arena.world(p.place).to_vec();
-                        arena.push(*number, &world, &zone.minimal())
+                (!dead).then(|| {
+                    let mut p = p;
+                    if !p.grown {
+                        return p.place;
                     }
-                    _ => p.place,
+                    let world = p.world(arena).to_vec();
+                    let zone = p.whole.take().expect("a grown zone is whole");
+                    arena.push(*number, &world, &zone.minimal())
                 })
             })
             .collect();
@@ -445,7 +461,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
             if e.level != level
                 || dead[at]
                 || into == Some(i)
-                || next[at].world(arena) != &s.packed[..]
+                || !next[at].is_world(arena, &s.packed, s.hash)
             {
                 continue;
             }
@@ -554,17 +570,31 @@ fn merge_world(
     if mine.len() < 2 {
         return;
     }
-    // One group per world (a fingerprint is a world up to renaming).
-    let mut groups: Vec<Vec<usize>> = Vec::new();
+    // One group per world (a fingerprint is a world up to renaming):
+    // first by the worlds' hashes, which reads no arena, then, in the
+    // groups large enough to merge, by their bytes.
+    let mut by_hash: Vec<Vec<usize>> = Vec::new();
     for i in mine {
-        let w = next[list[i].at as usize].world(arena);
-        match groups
+        let h = next[list[i].at as usize].hash;
+        match by_hash
             .iter_mut()
-            .find(|g| next[list[g[0]].at as usize].world(arena) == w)
+            .find(|g| next[list[g[0]].at as usize].hash == h)
         {
             Some(g) => g.push(i),
-            None => groups.push(vec![i]),
+            None => by_hash.push(vec![i]),
         }
+    }
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for g in by_hash.into_iter().filter(|g| g.len() >= 3) {
+        let mut exact: Vec<(Box<[u8]>, Vec<usize>)> = Vec::new();
+        for i in g {
+            let w = next[list[i].at as usize].world(arena);
+            match exact.iter_mut().find(|(b, _)| **b == *w) {
+                Some((_, e)) => e.push(i),
+                None => exact.push((w.into(), vec![i])),
+            }
+        }
+        groups.extend(exact.into_iter().map(|(_, e)| e));
     }
     let mut gone: Vec<usize> = Vec::new();
     // Two entries of one world left apart by `absorb` have been
