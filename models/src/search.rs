@@ -31,7 +31,7 @@
 
 use crate::action::Action;
 use crate::canon::Canon;
-use crate::engine::packed::{Level, world_hash};
+use crate::engine::packed::{Cache, Level, world_hash};
 use crate::engine::passed::{Arrival, Passed, Zones};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
@@ -491,9 +491,9 @@ fn search_with(
         let mut count = 0u64;
         // Duplicates within the chunk are common (diamonds): drop them here.
         let mut local = Zones::new(opts.subsume_budgets);
-        let mut caches = Vec::new();
+        let mut cache = Cache::default();
         for k in 0..hi - lo {
-            let s = &frontier.state(lo + k, &mut caches);
+            let s = &frontier.state(lo + k, &mut cache);
             m.successors(s, &mut succs);
             for (index, succ) in succs.drain(..).enumerate() {
                 count += 1;

@@ -54,7 +54,11 @@ fn every_state_reached_packs_and_unpacks_to_itself() {
             let b = to_bytes(&s.world);
             assert_eq!(from_bytes::<World>(&b), s.world, "{p}");
             assert_eq!(to_bytes(&s.world.clone()), b, "{p}: packing is a function");
-            assert_eq!(Level::one(0, s).state(0, &mut Vec::new()), *s, "{p}");
+            assert_eq!(
+                Level::one(0, s).state(0, &mut Default::default()),
+                *s,
+                "{p}"
+            );
             bytes.insert(b);
             worlds.insert(&s.world);
             with_messages += !s.world.net.is_empty() as usize;

@@ -166,12 +166,9 @@ impl Arena {
     }
 
     /// Bytes held, compressed or not.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.tail.len() + self.blocks.iter().map(|b| b.len()).sum::<usize>()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.tail.is_empty() && self.blocks.is_empty()
     }
 }
 
@@ -185,35 +182,32 @@ pub fn world_hash(bytes: &[u8]) -> u64 {
 }
 
 /// A level of the search, packed: its states in id order, each with its
-/// id, read from the arenas the shards filled.
+/// id, in one arena.
 #[derive(Debug, Default)]
 pub struct Level {
-    pub arenas: Vec<Arena>,
-    pub states: Vec<(u32, Place)>,
+    arena: Arena,
+    states: Vec<(u32, Place)>,
 }
 
 impl Level {
-    /// The states at `states`, in that order, copied into one arena, so
-    /// that reading them in order decompresses each block once. The
-    /// shards fill their arenas in parallel, each with its own states; the
-    /// search reads a level in id order, which takes a state from each
-    /// shard in turn.
+    /// The states at `states`, in that order, copied out of the shards'
+    /// arenas into one, so that reading them in order decompresses each
+    /// block once. The shards fill their arenas in parallel, each with its
+    /// own states; the search reads a level in id order, which takes a
+    /// state from each shard in turn.
     pub fn ordered(arenas: &[Arena], states: Vec<(u32, Place)>) -> Level {
-        let mut out = Arena::default();
+        let mut arena = Arena::default();
         let mut caches: Vec<Cache> = arenas.iter().map(|_| Cache::default()).collect();
         let states = states
             .into_iter()
             .map(|(id, p)| {
                 let a = p.arena as usize;
                 let bytes = arenas[a].raw(p, &mut caches[a]);
-                (id, out.push_raw(bytes, p.world_len))
+                (id, arena.push_raw(bytes, p.world_len))
             })
             .collect();
-        out.shrink();
-        Level {
-            arenas: vec![out],
-            states,
-        }
+        arena.shrink();
+        Level { arena, states }
     }
 
     /// A level of one state.
@@ -221,7 +215,7 @@ impl Level {
         let mut arena = Arena::default();
         let p = arena.push(0, &crate::pack::to_bytes(&s.world), &s.zone.minimal());
         Level {
-            arenas: vec![arena],
+            arena,
             states: vec![(id, p)],
         }
     }
@@ -239,20 +233,9 @@ impl Level {
         self.states[k].0
     }
 
-    /// The `k`-th state, unpacked; one cache per arena (`caches`, grown
-    /// as needed) keeps each shard's block for its next state.
-    pub fn state(&self, k: usize, caches: &mut Vec<Cache>) -> ZState {
-        let p = self.states[k].1;
-        let a = p.arena as usize;
-        if caches.len() <= a {
-            caches.resize_with(a + 1, Cache::default);
-        }
-        self.arenas[a].state(p, &mut caches[a])
-    }
-
-    /// Bytes held by the packed states.
-    pub fn bytes(&self) -> usize {
-        self.arenas.iter().map(Arena::len).sum()
+    /// The `k`-th state, unpacked; `cache` keeps its block for the next.
+    pub fn state(&self, k: usize, cache: &mut Cache) -> ZState {
+        self.arena.state(self.states[k].1, cache)
     }
 }
 
