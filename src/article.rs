@@ -990,6 +990,7 @@ pub fn page(threads: usize) -> Result<BTreeMap<String, String>, Failure> {
             max_depth: None,
             symmetry: true,
             threads,
+            spill: None,
         };
         let r: CheckReport = crate::check::report(&m, &opts, false, None)?;
         let v = r

@@ -8,6 +8,7 @@ use crate::util::{
 };
 use crate::watch::{Limits, Watch, parse_bytes, parse_duration};
 use clap::Args;
+use locklab_models::engine::spill::{Spill, SpillTo};
 use locklab_models::search::{SearchOptions, SearchResult, Stop, search, search_watched};
 use locklab_models::{FaultKind, Invariant, LockModel, trace};
 use locklab_traces::{
@@ -80,6 +81,21 @@ pub struct CheckArgs {
     /// stops and reports what it found, incomplete (exit 3)
     #[arg(long, value_name = "SIZE", help_heading = "Search")]
     pub max_memory: Option<String>,
+    /// Once the process's resident memory passes this (e.g. 2G), write the search's
+    /// levels and parent links to a file in --spill-dir instead of RAM. Unlike
+    /// --max-memory the search goes on, slower, to the same result (raise --max-states
+    /// to let it); the passed list stays in RAM, about 200 bytes a state
+    #[arg(long, value_name = "SIZE", help_heading = "Search")]
+    pub memory_limit: Option<String>,
+    /// Where --memory-limit writes [default: the system's temporary directory]. The
+    /// file has no name there and is gone when the search ends
+    #[arg(
+        long,
+        value_name = "DIR",
+        help_heading = "Search",
+        requires = "memory_limit"
+    )]
+    pub spill_dir: Option<PathBuf>,
 
     /// Compare the verdicts with a committed baseline (a `check --json`
     /// report, or `check all --json`) and exit 1 naming each
@@ -367,6 +383,9 @@ pub fn report_with(
         }
         (None, None) => search(m, opts),
     };
+    if let Some(why) = &result.spill_failure {
+        eprintln!("{}warning: {why}", crate::watch::clear_line());
+    }
     // A swarm's fault sets would need exhaustive searches of their own.
     let analyse = analyse && swarm.is_none();
 
@@ -519,6 +538,7 @@ pub fn report_with(
             threads: result.threads as u64,
             peak_memory_bytes: locklab_models::search::peak_memory_bytes(),
             max_accepted_writes: result.max_accepted_writes as u64,
+            spilled_bytes: opts.spill.is_some().then_some(result.spilled),
         },
         verdicts,
         traces,
@@ -552,7 +572,34 @@ fn validate_run(args: &CheckArgs) -> Result<(), Failure> {
         ));
     }
     limits(args)?;
+    if let Some(to) = spill_to(args)? {
+        // The directory is tried now, rather than found unwritable in the
+        // middle of the search.
+        if let Err(e) = Spill::create(&to) {
+            return Err(Failure::input(format!(
+                "--spill-dir {}: cannot make a file there ({e}); name a writable directory",
+                to.dir.display()
+            )));
+        }
+    }
     Ok(())
+}
+
+/// Where and from what resident memory on the search spills
+/// (`--memory-limit`, `--spill-dir`).
+pub fn spill_to(args: &CheckArgs) -> Result<Option<SpillTo>, Failure> {
+    let Some(limit) = args.memory_limit.as_deref() else {
+        return Ok(None);
+    };
+    if args.swarm.is_some() {
+        return Err(Failure::input(
+            "--memory-limit spills the levels of the exhaustive search; --swarm keeps only each member's stack (drop one of them)",
+        ));
+    }
+    Ok(Some(SpillTo {
+        limit: parse_bytes("memory-limit", limit)?,
+        dir: args.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
+    }))
 }
 
 /// The time and memory limits the run was given.
@@ -590,6 +637,7 @@ pub fn search_options(args: &CheckArgs, invariants: Vec<Invariant>) -> SearchOpt
         max_depth: args.max_depth,
         symmetry: !args.no_symmetry,
         threads: args.threads.unwrap_or(0),
+        spill: spill_to(args).ok().flatten(),
     }
 }
 

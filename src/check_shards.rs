@@ -406,6 +406,10 @@ fn swarm_report(parts: &[&CheckReport], sw: SwarmPlan) -> CheckReport {
         .iter()
         .filter_map(|p| p.search.peak_memory_bytes)
         .max();
+    s.spilled_bytes = parts
+        .iter()
+        .filter_map(|p| p.search.spilled_bytes)
+        .reduce(|a, b| a + b);
     s.max_accepted_writes = parts
         .iter()
         .map(|p| p.search.max_accepted_writes)

@@ -326,6 +326,8 @@ const KEYS: &[Key] = &[
     key("explore", "time-limit", Text, Some("time-limit"), None),
     key("explore", "max-depth", Int, Some("max-depth"), None),
     key("explore", "max-memory", Text, Some("max-memory"), None),
+    key("explore", "memory-limit", Text, Some("memory-limit"), None),
+    key("explore", "spill-dir", Text, Some("spill-dir"), None),
     key("explore", "invariants", List, Some("invariants"), None),
     key("simulate", "clients", Int, None, Some("clients")),
     key("simulate", "acquisitions", Int, None, Some("acquisitions")),

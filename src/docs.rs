@@ -77,6 +77,7 @@ fn check_protocol(
         max_depth: None,
         symmetry: true,
         threads,
+        spill: None,
     };
     crate::check::report(&m, &opts, true, None)
 }

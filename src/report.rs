@@ -214,6 +214,13 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
         completeness,
         s.seconds
     );
+    if let Some(b) = s.spilled_bytes {
+        let _ = writeln!(
+            out,
+            "  spilled: {:.1} MiB of levels and parent links written to disk (--memory-limit)",
+            b as f64 / (1u64 << 20) as f64
+        );
+    }
     let _ = writeln!(out);
     let w_inv = r
         .verdicts

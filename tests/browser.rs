@@ -257,6 +257,7 @@ fn html_viewer_steps_through_states_without_console_errors() {
             max_depth: None,
             symmetry: true,
             threads: 1,
+            spill: None,
         },
     );
     let path = r.violations.get(&inv).expect("lua-release loses an update");

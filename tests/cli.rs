@@ -989,6 +989,71 @@ fn a_time_limit_stops_check_incomplete() {
     assert!(err.contains("passed the limit (1 MiB)"), "{err}");
 }
 
+/// `--memory-limit` writes the levels to disk and gives the same report;
+/// a spill directory it cannot write to is refused before the search.
+#[test]
+fn a_search_spilled_to_disk_reports_the_same_verdicts() {
+    let args = [
+        "check",
+        "lua-release",
+        "--faults",
+        "pause",
+        "--no-fault-analysis",
+        "--color",
+        "never",
+        "--threads",
+        "1",
+    ];
+    let ram = locklab(&args);
+    let spilled = locklab(&[&args[..], &["--memory-limit", "1K"]].concat());
+    assert_eq!(ram.status.code(), spilled.status.code());
+    let (ram, spilled) = (stdout(&ram), stdout(&spilled));
+    let line = spilled
+        .lines()
+        .find(|l| l.contains("spilled: "))
+        .unwrap_or_else(|| panic!("no spill line: {spilled}"));
+    assert!(
+        line.contains("MiB of levels and parent links written to disk"),
+        "{line}"
+    );
+    // Everything else is the same, the time aside.
+    let strip = |t: &str| {
+        t.lines()
+            .filter(|l| !l.contains("spilled: "))
+            .map(|l| {
+                l.split(", ")
+                    .filter(|p| !p.ends_with(" s"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&ram), strip(&spilled));
+    rejects(
+        &[
+            "check",
+            "redlock",
+            "--memory-limit",
+            "1K",
+            "--spill-dir",
+            "/nonexistent/dir",
+        ],
+        "--spill-dir /nonexistent/dir: cannot make a file there",
+    );
+    rejects(
+        &["check", "redlock", "--memory-limit", "2T"],
+        "such as 512M or 2G",
+    );
+    rejects(
+        &["check", "redlock", "--spill-dir", "/tmp"],
+        "--memory-limit",
+    );
+    rejects(
+        &["check", "redlock", "--memory-limit", "1G", "--swarm", "2"],
+        "--swarm keeps only each member's stack",
+    );
+}
+
 /// `locklab ARGS --no-fault-analysis --color never`, running, its output piped.
 fn spawn_check(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_locklab"))

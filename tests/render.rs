@@ -63,6 +63,7 @@ fn shortest(m: &LockModel, inv: Invariant) -> Trace {
             max_depth: None,
             symmetry: true,
             threads: 1,
+            spill: None,
         },
     );
     let path = r

@@ -86,6 +86,7 @@ fn main() {
             max_depth: None,
             symmetry: true,
             threads,
+            spill: None,
         },
     );
     let verdict = match r.violations.get(&inv) {

@@ -79,6 +79,7 @@ fn main() {
             max_depth: None,
             symmetry: true,
             threads: 1,
+            spill: None,
         },
     );
     println!(

@@ -24,7 +24,8 @@
 //! Memory: per distinct state, its zone's minimal graph in the passed
 //! list (under its world's 64-bit fingerprint) and an 8-byte parent link;
 //! plus the states of the level being expanded and of the one being
-//! built, packed (`engine::packed`).
+//! built, packed (`engine::packed`). The levels and the parent links can
+//! go to disk (`SearchOptions::spill`, `engine::spill`).
 //! Fingerprints are hash-compacted (as in TLC and stateright): two distinct
 //! states colliding would wrongly merge them; with 64-bit fingerprints the
 //! chance is about n^2 / 2^65 (3e-6 at 10 million states).
@@ -32,7 +33,10 @@
 use crate::action::Action;
 use crate::canon::Canon;
 use crate::engine::packed::{Cache, Level, world_hash};
+use crate::engine::parents::Parents;
+pub(crate) use crate::engine::parents::{Link, ROOT};
 use crate::engine::passed::{Arrival, Passed, Zones};
+use crate::engine::spill::{Spill, SpillTo};
 use crate::engine::zone::{Succ, ZState};
 use crate::invariants::Invariant;
 use crate::model::LockModel;
@@ -41,7 +45,7 @@ use crate::world::World;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// What to search for and how far.
@@ -60,6 +64,10 @@ pub struct SearchOptions {
     /// Worker threads expanding each level (0 = one per core). The result
     /// is the same for any number.
     pub threads: usize,
+    /// Where the levels and parent links go once resident memory passes
+    /// a limit (`engine::spill`); `None` keeps them in RAM. The result is
+    /// the same either way.
+    pub spill: Option<SpillTo>,
 }
 
 /// A running search seen from another thread: how many states it has
@@ -162,6 +170,12 @@ pub struct SearchResult {
     /// Traces rebuilt through merged zones (`witness`): the violating
     /// state's first path did not reach the part of its zone that violates.
     pub rebuilt: usize,
+    /// Bytes of levels and parent links written to disk
+    /// ([`SearchOptions::spill`]).
+    pub spilled: u64,
+    /// Why the search could not spill as asked, if it could not: what it
+    /// could not write stayed in RAM.
+    pub spill_failure: Option<String>,
 }
 
 impl SearchResult {
@@ -274,8 +288,6 @@ fn successors(m: &LockModel, s: &ZState) -> Vec<Succ> {
     m.successors(s, &mut out);
     out
 }
-
-pub(crate) const ROOT: u32 = u32::MAX;
 
 /// States expanded between two merges: bounds the memory held by
 /// successors that are not yet deduplicated.
@@ -423,7 +435,7 @@ struct Run {
     /// The state each violation was found in.
     targets: BTreeMap<Invariant, u32>,
     /// Each state's first parent and the step from it.
-    parent: Vec<(u32, Link)>,
+    parent: Parents,
     /// When asked for: every other step into a merged state.
     contributors: Option<witness::Contributors>,
 }
@@ -440,13 +452,24 @@ fn search_with(
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
     let threads = workers(opts.threads);
-    let mut seen = Passed::new(record, opts.subsume_budgets);
+    let mut spill_failure = None;
+    let spill = opts.spill.as_ref().and_then(|to| match Spill::create(to) {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            spill_failure = Some(format!(
+                "could not make a spill file in {}: {e}; the search kept everything in RAM",
+                to.dir.display()
+            ));
+            None
+        }
+    });
+    let mut seen = Passed::new(record, opts.subsume_budgets, spill.clone());
     let mut contributors = record.then(witness::Contributors::default);
     // When recording: the id of each state of the level being built, by
     // shard and index in the shard's `next`.
     let mut ids: Vec<Vec<u32>> = vec![Vec::new(); if record { seen.shards.len() } else { 0 }];
-    // parent[id] = (parent id, the step from it)
-    let mut parent: Vec<(u32, Link)> = Vec::new();
+    // parent.get(id) = (parent id, the step from it)
+    let mut parent = Parents::new(spill.clone());
     let mut found: BTreeMap<Invariant, u32> = BTreeMap::new();
     let mut pending: Vec<Invariant> = opts.invariants.clone();
     let mut transitions = 0u64;
@@ -473,7 +496,7 @@ fn search_with(
     let mut acquired = holds(&init.world);
     let (ifp, iz) = canon.canonical(&init);
     seen.insert(ifp, iz, init.world.faults_left, 0);
-    parent.push((ROOT, Link::NONE));
+    parent.push(ROOT, Link::NONE);
     for (i, inv) in pending.clone().iter().enumerate() {
         if violated(&init, &pending) & (1 << i) != 0 {
             found.insert(*inv, 0);
@@ -619,7 +642,7 @@ fn search_with(
                 let Some((sh, at)) = p else { continue };
                 let (from, step, violates, noted) = meta[seq];
                 let nid = parent.len() as u32;
-                parent.push((frontier.id(from), step));
+                parent.push(frontier.id(from), step);
                 max_accepted_writes = max_accepted_writes.max(noted.accepted);
                 acquired |= noted.holds;
                 if violates != 0 {
@@ -712,9 +735,12 @@ fn search_with(
         let arenas: Vec<_> = seen
             .shards
             .iter_mut()
-            .map(|shard| std::mem::take(&mut shard.arena))
+            .map(|shard| {
+                let fresh = shard.arena.fresh();
+                std::mem::replace(&mut shard.arena, fresh)
+            })
             .collect();
-        frontier = Level::ordered(&arenas, states);
+        frontier = Level::ordered(&arenas, states, spill.clone());
         if !frontier.is_empty() {
             depth += 1;
         }
@@ -722,15 +748,7 @@ fn search_with(
 
     let depths = found
         .iter()
-        .map(|(inv, id)| {
-            let mut d = 0;
-            let mut cur = *id;
-            while parent[cur as usize].0 != ROOT {
-                d += 1;
-                cur = parent[cur as usize].0;
-            }
-            (*inv, d)
-        })
+        .map(|(inv, id)| (*inv, parent.depth(*id)))
         .collect();
     let violations = found
         .iter()
@@ -750,6 +768,8 @@ fn search_with(
             cancelled_by: None,
             acquired,
             rebuilt: 0,
+            spilled: spill.as_ref().map_or(0, |s| s.written()),
+            spill_failure: spill_failure.or_else(|| spill.as_ref().and_then(|s| s.failure())),
         },
         depths,
         targets: found,
@@ -776,14 +796,8 @@ pub fn peak_memory_bytes() -> Option<u64> {
 /// initial state and replaying the steps forward. `None` if a step cannot
 /// be taken along the way: a state that absorbed others by merging keeps
 /// its first parent, whose own zone may not allow every later step.
-pub(crate) fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<Vec<PathStep>> {
-    let mut links = Vec::new();
-    let mut cur = id;
-    while parent[cur as usize].0 != ROOT {
-        links.push(parent[cur as usize].1);
-        cur = parent[cur as usize].0;
-    }
-    links.reverse();
+pub(crate) fn path_to(m: &LockModel, parent: &Parents, id: u32) -> Option<Vec<PathStep>> {
+    let links = parent.links_to(id);
     let mut s = m.zinit();
     let mut path = Vec::with_capacity(links.len());
     let mut succs = Vec::new();
@@ -795,52 +809,4 @@ pub(crate) fn path_to(m: &LockModel, parent: &[(u32, Link)], id: u32) -> Option<
         s = succ.next;
     }
     Some(path)
-}
-
-/// A step as stored in the parent links: which of its parent's successors
-/// it is (`LockModel::successors` lists them in an order that is a
-/// function of the state), with a 32-bit check of its action and answers.
-/// Eight bytes, where the step itself takes 56: one link is kept for every
-/// state stored.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Link {
-    index: u32,
-    check: u32,
-}
-
-impl Link {
-    const NONE: Link = Link { index: 0, check: 0 };
-
-    fn new(index: usize, action: &Action, answers: &[bool]) -> Link {
-        Link {
-            index: index as u32,
-            check: Link::check_of(action, answers),
-        }
-    }
-
-    fn check_of(action: &Action, answers: &[bool]) -> u32 {
-        let mut h = Fingerprinter::new();
-        (action, answers).hash(&mut h);
-        h.finish() as u32
-    }
-
-    /// The index in `succs` (the successors of the state this step left)
-    /// of the step. Where the search took it, unless that one fails the
-    /// check: the state replayed along its first parents' path may have
-    /// a smaller zone than the one the search expanded, which a merge
-    /// grew, and so other successors. A check that collides would name
-    /// another step, and the path it gives would fail the feasibility
-    /// check every counterexample passes (`feasible`) before it is shown.
-    pub(crate) fn find(&self, succs: &[Succ]) -> Option<usize> {
-        let ok = |x: &Succ| Link::check_of(&x.action, &x.answers) == self.check;
-        match succs.get(self.index as usize) {
-            Some(x) if ok(x) => Some(self.index as usize),
-            _ => succs.iter().position(ok),
-        }
-    }
-
-    /// A total order on steps, to keep lists of them deterministic.
-    pub(crate) fn sort_key(&self) -> (u32, u32) {
-        (self.index, self.check)
-    }
 }

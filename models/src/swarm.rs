@@ -277,5 +277,7 @@ pub fn swarm(
         cancelled_by: progress.cancelled(),
         acquired: members.iter().any(|(_, r)| r.acquired),
         rebuilt: 0,
+        spilled: 0,
+        spill_failure: None,
     }
 }

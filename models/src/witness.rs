@@ -21,6 +21,7 @@
 //! depth, gives a trace of the same length but costs far more (see
 //! docs/model.md, "Merging zones whose union is a zone").
 
+use crate::engine::parents::Parents;
 use crate::engine::zone::ZState;
 use crate::invariants::Invariant;
 use crate::model::LockModel;
@@ -63,10 +64,10 @@ impl Contributors {
 
     /// Every step into each kept state: its own first parent's, those of
     /// the states merged into it, and the successors merged into either.
-    fn steps_into(&self, parent: &[(u32, Link)]) -> HashMap<u32, Vec<(u32, Link)>> {
+    fn steps_into(&self, parent: &Parents) -> HashMap<u32, Vec<(u32, Link)>> {
         let mut into: HashMap<u32, Vec<(u32, Link)>> = HashMap::new();
         for &gone in self.joins.keys() {
-            let (p, l) = parent[gone as usize];
+            let (p, l) = parent.get(gone);
             if p != ROOT {
                 into.entry(self.kept(gone)).or_default().push((p, l));
             }
@@ -88,7 +89,7 @@ impl Contributors {
 /// cone violates (which would mean the merging was not exact).
 pub(crate) fn rebuild(
     m: &LockModel,
-    parent: &[(u32, Link)],
+    parent: &Parents,
     contributors: &Contributors,
     target: u32,
     inv: Invariant,
@@ -102,7 +103,7 @@ pub(crate) fn rebuild(
     let mut seen: HashSet<u32> = HashSet::from([target]);
     let mut todo = vec![target];
     while let Some(n) = todo.pop() {
-        let own = parent[n as usize];
+        let own = parent.get(n);
         let extra = into.get(&n).map(Vec::as_slice).unwrap_or(&[]);
         for &(p, l) in std::iter::once(&own).chain(extra) {
             if p == ROOT {

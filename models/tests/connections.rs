@@ -224,6 +224,7 @@ fn every_counterexample_respects_tcp_order() {
                 max_depth: None,
                 symmetry: true,
                 threads: 0,
+                spill: None,
             },
         );
         checked += r.violations.len();

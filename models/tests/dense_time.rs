@@ -308,6 +308,7 @@ fn merging_zones_keeps_every_verdict_and_length() {
             max_depth: None,
             symmetry: true,
             threads: 0,
+            spill: None,
         };
         let merged = search(&m, &opts);
         let plain = locklab_models::search::search_unmerged(&m, &opts);
@@ -354,6 +355,7 @@ fn a_monotonic_elapsed_clock_ignores_the_clients_clock_jumps() {
                 max_depth: None,
                 symmetry: true,
                 threads: 0,
+                spill: None,
             },
         );
         (r.violations.get(&NoLostUpdate).cloned(), r.exhaustive())
@@ -488,6 +490,7 @@ fn the_states_kept_do_not_depend_on_the_number_of_threads() {
                 max_depth: None,
                 symmetry: true,
                 threads,
+                spill: None,
             },
         )
     };

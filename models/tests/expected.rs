@@ -99,6 +99,7 @@ fn counterexamples_are_shortest() {
                 max_depth: Some(k - 1),
                 symmetry: true,
                 threads: 0,
+                spill: None,
             },
         );
         assert!(
@@ -117,6 +118,7 @@ fn counterexamples_are_shortest() {
                 max_depth: None,
                 symmetry: false,
                 threads: 0,
+                spill: None,
             },
         );
         assert_eq!(

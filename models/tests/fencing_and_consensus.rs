@@ -245,6 +245,7 @@ fn a_stop_while_a_trace_is_rebuilt_claims_nothing_false() {
         max_depth: None,
         symmetry: true,
         threads: 1,
+        spill: None,
     };
     // Unstopped: a 12-step counterexample, whose trace needs the rebuild.
     let full = search_watched(&m, &opts, &Progress::default());
@@ -344,6 +345,7 @@ fn a_bounded_backoff_ends_the_heartbeat_drift_of_waiting_clients() {
         max_depth: None,
         symmetry: true,
         threads: 0,
+        spill: None,
     };
     let unbounded = model_with("fencing", &[], |p| p.clients = 3);
     let r = search(&unbounded, &opts(60_000));

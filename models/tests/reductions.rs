@@ -196,6 +196,7 @@ fn subsuming_budgets_keeps_every_verdict_and_shortest_length() {
                     max_depth: None,
                     symmetry: true,
                     threads: 0,
+                    spill: None,
                 },
             )
         };

@@ -165,6 +165,7 @@ fn instance_symmetry_keeps_lengths_and_cuts_states() {
             max_depth: None,
             symmetry: false,
             threads: 0,
+            spill: None,
         },
     );
     assert_eq!(

@@ -360,6 +360,7 @@ fn symmetry_reduction_keeps_resource_verdicts_and_lengths() {
                     max_depth: None,
                     symmetry,
                     threads: 0,
+                    spill: None,
                 },
             )
         };

@@ -19,6 +19,7 @@ fn opts(max_states: Option<u64>, threads: usize) -> SearchOptions {
         max_depth: None,
         symmetry: true,
         threads,
+        spill: None,
     }
 }
 

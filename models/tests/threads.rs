@@ -19,6 +19,7 @@ fn run(m: &LockModel, threads: usize) -> SearchResult {
             max_depth: None,
             symmetry: true,
             threads,
+            spill: None,
         },
     )
 }

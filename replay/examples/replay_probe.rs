@@ -65,6 +65,7 @@ fn main() {
             max_depth: None,
             symmetry: true,
             threads: 1,
+            spill: None,
         },
     );
     let Some(path) = r.violations.get(&inv) else {

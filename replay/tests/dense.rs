@@ -37,6 +37,7 @@ fn counterexample(
             max_depth: None,
             symmetry: true,
             threads: 1,
+            spill: None,
         },
     );
     let path = r.violations.get(&inv).expect("the model finds a violation");

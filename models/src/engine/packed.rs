@@ -16,10 +16,12 @@
 //! back is exactly the state packed.
 
 use super::dbm::{Dbm, MinZone};
+use super::spill::Spill;
 use super::zone::ZState;
 use crate::pack::{Pack, Reader};
 use crate::world::World;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Bytes of packed states per block before it is compressed: some forty
 /// states of the default Redlock. Reading a state from a compressed block
@@ -32,11 +34,21 @@ const BLOCK: usize = 16 * 1024;
 #[derive(Debug, Default)]
 pub struct Arena {
     /// Full blocks, lz4-compressed, each prefixed with its length whole.
-    blocks: Vec<Box<[u8]>>,
+    blocks: Vec<Block>,
     /// The block being filled.
     tail: Vec<u8>,
     /// The last block [`Arena::world`] or [`Arena::zone`] decompressed.
     scratch: std::sync::Mutex<Cache>,
+    /// Where full blocks go once RAM is short (`engine::spill`).
+    spill: Option<Arc<Spill>>,
+}
+
+/// A full block, compressed: in RAM, or on disk at an offset of the
+/// spill file.
+#[derive(Debug)]
+enum Block {
+    Ram(Box<[u8]>),
+    Disk { at: u64, len: u32 },
 }
 
 /// Where a packed state lies: which arena, which block and where in it,
@@ -55,9 +67,25 @@ pub struct Cache {
     /// (arena, block) of `bytes`.
     at: Option<(u16, u32)>,
     bytes: Vec<u8>,
+    /// A block read back from disk, still compressed.
+    read: Vec<u8>,
 }
 
 impl Arena {
+    /// An empty arena that spills its full blocks to `spill`, if given,
+    /// once resident memory passes its limit.
+    pub fn new(spill: Option<Arc<Spill>>) -> Arena {
+        Arena {
+            spill,
+            ..Arena::default()
+        }
+    }
+
+    /// An empty arena that spills where this one does.
+    pub fn fresh(&self) -> Arena {
+        Arena::new(self.spill.clone())
+    }
+
     /// Packs a state given by its world (already packed, as the search
     /// compares worlds so) and its zone's minimal graph; `arena` is this
     /// arena's number among those the places will be read from.
@@ -79,7 +107,18 @@ impl Arena {
     /// Compresses the block being filled.
     fn seal(&mut self) {
         let block = lz4_flex::block::compress_prepend_size(&self.tail);
-        self.blocks.push(block.into_boxed_slice());
+        let on_disk = self
+            .spill
+            .as_ref()
+            .filter(|s| s.wanted())
+            .and_then(|s| s.put(&block));
+        self.blocks.push(match on_disk {
+            Some(at) => Block::Disk {
+                at,
+                len: block.len() as u32,
+            },
+            None => Block::Ram(block.into_boxed_slice()),
+        });
         self.tail.clear();
     }
 
@@ -91,7 +130,15 @@ impl Arena {
             &self.tail
         } else {
             if cache.at != Some((p.arena, p.block)) {
-                let block = &self.blocks[b];
+                let block: &[u8] = match &self.blocks[b] {
+                    Block::Ram(bytes) => bytes,
+                    Block::Disk { at, len } => {
+                        let spill = self.spill.as_ref().expect("a block on disk has its file");
+                        cache.read.resize(*len as usize, 0);
+                        spill.get(*at, &mut cache.read);
+                        &cache.read
+                    }
+                };
                 let (len, data) = block.split_at(4);
                 let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
                 cache.bytes.resize(len, 0);
@@ -168,7 +215,11 @@ impl Arena {
     /// Bytes held, compressed or not.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.tail.len() + self.blocks.iter().map(|b| b.len()).sum::<usize>()
+        let block = |b: &Block| match b {
+            Block::Ram(bytes) => bytes.len(),
+            Block::Disk { len, .. } => *len as usize,
+        };
+        self.tail.len() + self.blocks.iter().map(block).sum::<usize>()
     }
 }
 
@@ -195,8 +246,12 @@ impl Level {
     /// block once. The shards fill their arenas in parallel, each with its
     /// own states; the search reads a level in id order, which takes a
     /// state from each shard in turn.
-    pub fn ordered(arenas: &[Arena], states: Vec<(u32, Place)>) -> Level {
-        let mut arena = Arena::default();
+    pub fn ordered(
+        arenas: &[Arena],
+        states: Vec<(u32, Place)>,
+        spill: Option<Arc<Spill>>,
+    ) -> Level {
+        let mut arena = Arena::new(spill);
         let mut caches: Vec<Cache> = arenas.iter().map(|_| Cache::default()).collect();
         let states = states
             .into_iter()
@@ -243,9 +298,24 @@ impl Level {
 mod tests {
     use super::*;
     use crate::engine::dbm::Bound;
+    use crate::engine::spill::SpillTo;
 
     #[test]
     fn states_read_back_from_full_blocks_and_the_tail() {
+        read_back(Arena::default());
+    }
+
+    #[test]
+    fn states_read_back_from_blocks_spilled_to_disk() {
+        let dir = std::env::temp_dir();
+        let spill = Arc::new(
+            Spill::create(&SpillTo { dir, limit: 0 }).expect("a spill file in the temp dir"),
+        );
+        read_back(Arena::new(Some(spill.clone())));
+        assert!(spill.written() > 0, "every full block went to disk");
+    }
+
+    fn read_back(mut a: Arena) {
         let world = World {
             clients: Vec::new(),
             redis: Vec::new(),
@@ -255,7 +325,6 @@ mod tests {
             ghost: Default::default(),
             coord: Default::default(),
         };
-        let mut a = Arena::default();
         let mut places = Vec::new();
         for k in 0..5000i64 {
             let mut z = Dbm::zero(3);

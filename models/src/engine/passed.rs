@@ -16,12 +16,13 @@
 use crate::canon::Canon;
 use crate::engine::dbm::{Dbm, MinZone};
 use crate::engine::packed::{Arena, Place};
+use crate::engine::spill::Spill;
 use crate::engine::zone::ZState;
 use crate::faults::Budgets;
 use crate::world::World;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Shards of the passed list: enough that two threads, or sixty-four,
 /// find a shard free when they finish one; fixed, so the layout (and the
@@ -290,11 +291,13 @@ impl Passed {
     /// A passed list that notes, in each shard, how zones were merged
     /// when `record`, and lets a state cover one with less budget left
     /// when `subsume_budgets`.
-    pub fn new(record: bool, subsume_budgets: bool) -> Passed {
+    /// The shards' arenas spill to `spill`, if given (`engine::spill`).
+    pub fn new(record: bool, subsume_budgets: bool, spill: Option<Arc<Spill>>) -> Passed {
         let mut p = Passed::default();
         for s in &mut p.shards {
             s.record = record;
             s.zones.exact_budgets = !subsume_budgets;
+            s.arena = Arena::new(spill.clone());
         }
         p
     }

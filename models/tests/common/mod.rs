@@ -35,6 +35,7 @@ pub fn check(m: &LockModel, invs: &[Invariant]) -> SearchResult {
             max_depth: None,
             symmetry: true,
             threads: 0,
+            spill: None,
         },
     )
 }
@@ -109,6 +110,7 @@ pub fn with_and_without_symmetry(m: &LockModel) -> (SearchResult, SearchResult) 
                 max_depth: None,
                 symmetry,
                 threads: 0,
+                spill: None,
             },
         )
     };
