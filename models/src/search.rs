@@ -14,7 +14,7 @@
 //!
 //! Each level is expanded in fixed chunks of the frontier (successor
 //! generation and canonical fingerprints are the cost), by as many worker
-//! threads as asked. The successors are then deduplicated and merged by
+//! threads as asked: one pool (rayon), started once per search. The successors are then deduplicated and merged by
 //! the shards of the passed list (`engine::passed`), in parallel, each
 //! shard taking its own in frontier order; new states get their ids in
 //! frontier order afterwards. Neither the chunks nor any shard's order
@@ -44,8 +44,8 @@ use crate::witness;
 use crate::world::World;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What to search for and how far.
@@ -302,8 +302,11 @@ struct Found {
     /// The step from the parent.
     step: Link,
     fp: u64,
+    /// Its zone in the canonical layout and, when it differs, in its own.
     zone: crate::engine::dbm::Dbm,
-    state: ZState,
+    real: Option<crate::engine::dbm::Dbm>,
+    /// The fault budgets it has left.
+    left: crate::faults::Budgets,
     /// Its world packed, as the level keeps it, and its hash.
     packed: Box<[u8]>,
     hash: u64,
@@ -452,6 +455,16 @@ fn search_with(
     let start = Instant::now();
     let canon = Canon::new(m, opts.symmetry);
     let threads = workers(opts.threads);
+    // The worker threads, started once for the whole search: each batch
+    // of chunks, and each pass over the shards, is handed to them.
+    let pool = (threads > 1)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+        })
+        .flatten();
     let mut spill_failure = None;
     let spill = opts.spill.as_ref().and_then(|to| match Spill::create(to) {
         Ok(s) => Some(Arc::new(s)),
@@ -542,14 +555,16 @@ fn search_with(
                     used: used(w),
                 };
                 let packed = crate::pack::to_bytes(w).into_boxed_slice();
+                let real = (succ.next.zone != zone).then_some(succ.next.zone);
                 out.push(Found {
                     from: lo + k,
                     step: Link::new(index, &succ.action, &succ.answers),
                     fp,
                     zone,
+                    real,
+                    left,
                     hash: world_hash(&packed),
                     packed,
-                    state: succ.next,
                     violates,
                     noted,
                 });
@@ -591,27 +606,14 @@ fn search_with(
                 .step_by(CHUNK)
                 .map(|a| (a, (a + CHUNK).min(hi)))
                 .collect();
-            let batch: Vec<(Vec<Found>, u64)> = if threads <= 1 || chunks.len() <= 1 {
-                chunks
-                    .iter()
-                    .map(|(a, b)| expand(&frontier, *a, *b, &seen, &pending))
-                    .collect()
-            } else {
-                let next_chunk = AtomicUsize::new(0);
-                let slots: Vec<OnceLock<(Vec<Found>, u64)>> =
-                    (0..chunks.len()).map(|_| OnceLock::new()).collect();
-                std::thread::scope(|scope| {
-                    for _ in 0..threads {
-                        scope.spawn(|| {
-                            loop {
-                                let c = next_chunk.fetch_add(1, Ordering::Relaxed);
-                                let Some((a, b)) = chunks.get(c) else { break };
-                                let _ = slots[c].set(expand(&frontier, *a, *b, &seen, &pending));
-                            }
-                        });
-                    }
-                });
-                slots.into_iter().filter_map(|s| s.into_inner()).collect()
+            let run = |&(a, b): &(usize, usize)| expand(&frontier, a, b, &seen, &pending);
+            let batch: Vec<(Vec<Found>, u64)> = match &pool {
+                Some(pool) if chunks.len() > 1 => {
+                    use rayon::prelude::*;
+                    // In chunk order, whichever worker expanded which.
+                    pool.install(|| chunks.par_iter().with_max_len(1).map(run).collect())
+                }
+                _ => chunks.iter().map(run).collect(),
             };
             transitions += batch.iter().map(|(_, c)| c).sum::<u64>();
             // Each successor goes to the shard of its world, in frontier
@@ -624,13 +626,16 @@ fn search_with(
                     seq: meta.len() as u32,
                     fp: s.fp,
                     zone: s.zone,
-                    state: s.state,
+                    real: s.real,
+                    left: s.left,
                     packed: s.packed,
                     hash: s.hash,
                 });
                 meta.push((s.from, s.step, s.violates, s.noted));
             }
-            seen.each_shard(threads, |shard| shard.take_in(&canon, merge, depth + 1));
+            seen.each_shard(pool.as_ref(), |shard| {
+                shard.take_in(&canon, merge, depth + 1)
+            });
             // The new states get their ids in frontier order.
             let mut placed: Vec<Option<(usize, u32)>> = vec![None; meta.len()];
             for (i, shard) in seen.shards.iter_mut().enumerate() {
@@ -698,7 +703,7 @@ fn search_with(
             break 'levels;
         }
         if merge {
-            seen.each_shard(threads, |shard| shard.end_level(&canon, depth + 1));
+            seen.each_shard(pool.as_ref(), |shard| shard.end_level(&canon, depth + 1));
         }
         if let Some(c) = contributors.as_mut() {
             for (sh, shard) in seen.shards.iter_mut().enumerate() {
@@ -714,7 +719,7 @@ fn search_with(
         // order, so each shard's states come in id order too: the frontier
         // is a merge of the shards' lists, taken by one cursor each, with
         // no second copy of the level.
-        seen.each_shard(threads, |shard| shard.pack_level());
+        seen.each_shard(pool.as_ref(), |shard| shard.pack_level());
         let mut cursors: Vec<_> = seen
             .shards
             .iter_mut()

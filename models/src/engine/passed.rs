@@ -22,7 +22,7 @@ use crate::faults::Budgets;
 use crate::world::World;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Shards of the passed list: enough that two threads, or sixty-four,
 /// find a shard free when they finish one; fixed, so the layout (and the
@@ -76,7 +76,8 @@ pub struct Zones {
 struct Stored {
     zone: Kept,
     left: Budgets,
-    level: u64,
+    /// (A level is at most the number of states, which ids keep in 32 bits.)
+    level: u32,
     at: u32,
 }
 
@@ -104,12 +105,15 @@ impl Zones {
         if v.iter().any(|s| s.covers(&zone, &left, self.exact_budgets)) {
             return false;
         }
-        v.push(Stored {
-            zone: Kept::Full(zone),
-            left,
-            level,
-            at,
-        });
+        push_small(
+            v,
+            Stored {
+                zone: Kept::Full(zone),
+                left,
+                level: level as u32,
+                at,
+            },
+        );
         true
     }
 
@@ -118,13 +122,27 @@ impl Zones {
     /// until a merge grows it (which keeps the merged zone whole until the
     /// level's end, [`merge_level`]).
     fn insert_min(&mut self, fp: u64, zone: MinZone, left: Budgets, level: u64, at: u32) {
-        self.map.entry(fp).or_default().push(Stored {
-            zone: Kept::Min(zone),
-            left,
-            level,
-            at,
-        });
+        push_small(
+            self.map.entry(fp).or_default(),
+            Stored {
+                zone: Kept::Min(zone),
+                left,
+                level: level as u32,
+                at,
+            },
+        );
     }
+}
+
+/// Pushes `s` onto a world's list, growing a short list by one: most
+/// worlds keep one zone or two, and a vector's first growth makes room
+/// for four (about 200 bytes a world lost, a third of the passed list's
+/// memory on the default Redlock).
+fn push_small(v: &mut Vec<Stored>, s: Stored) {
+    if v.len() < 4 {
+        v.reserve_exact(1);
+    }
+    v.push(s);
 }
 
 /// How a stored zone is kept. A zone of the level being built may still
@@ -164,13 +182,17 @@ impl Stored {
 }
 
 /// A successor handed to its shard: its place in the batch, its world's
-/// fingerprint, its zone in the canonical layout, and the state itself,
-/// with its world also packed.
+/// fingerprint, its zone in the canonical layout and in its own, the fault
+/// budgets it has left, and its world packed. The world itself is not
+/// kept: a batch holds thousands of successors, and a world unpacked
+/// takes several allocations and about a kilobyte.
 pub struct Arrival {
     pub seq: u32,
     pub fp: u64,
     pub zone: Dbm,
-    pub state: ZState,
+    /// Its zone in its world's own layout, when that is not `zone`.
+    pub real: Option<Dbm>,
+    pub left: Budgets,
     pub packed: Box<[u8]>,
     /// `engine::packed::world_hash` of `packed`.
     pub hash: u64,
@@ -187,9 +209,17 @@ pub struct Arrival {
 pub struct Pending {
     place: Place,
     hash: u64,
+    /// What was read of it, once it was a merge candidate (most states of
+    /// a level never are: then this entry is 32 bytes).
+    loaded: Option<Box<Loaded>>,
+    grown: bool,
+}
+
+/// A merge candidate's world bytes and whole zone, each read on first use.
+#[derive(Default)]
+struct Loaded {
     world: Option<Box<[u8]>>,
     whole: Option<Dbm>,
-    grown: bool,
 }
 
 impl Pending {
@@ -197,16 +227,21 @@ impl Pending {
         Pending {
             place,
             hash,
-            world: None,
-            whole: None,
+            loaded: None,
             grown: false,
         }
     }
 
+    fn loaded(&mut self) -> &mut Loaded {
+        self.loaded.get_or_insert_with(Box::default)
+    }
+
     /// Its world's bytes, read from the arena the first time.
     fn world(&mut self, arena: &Arena) -> &[u8] {
-        self.world
-            .get_or_insert_with(|| arena.world(self.place).into_owned().into_boxed_slice())
+        let place = self.place;
+        self.loaded()
+            .world
+            .get_or_insert_with(|| arena.world(place).into_owned().into_boxed_slice())
     }
 
     /// Whether its world is the one packed as `bytes`, whose hash is `hash`.
@@ -216,13 +251,19 @@ impl Pending {
 
     /// Its zone, unpacked for the rest of the level.
     fn zone(&mut self, arena: &Arena) -> &Dbm {
-        self.whole.get_or_insert_with(|| arena.zone(self.place))
+        let place = self.place;
+        self.loaded().whole.get_or_insert_with(|| arena.zone(place))
     }
 
     /// Its zone is now `zone`.
     fn grow(&mut self, zone: Dbm) {
-        self.whole = Some(zone);
+        self.loaded().whole = Some(zone);
         self.grown = true;
+    }
+
+    /// The zone a merge grew it to, taken out.
+    fn take_grown(&mut self) -> Option<Dbm> {
+        self.loaded.as_mut().and_then(|l| l.whole.take())
     }
 
     /// The state, unpacked.
@@ -325,25 +366,15 @@ impl Passed {
         self.shards[shard_of(a.fp)].inbox.push(a);
     }
 
-    /// Runs `f` on every shard, on up to `threads` threads. Shards are
-    /// independent, so the outcome does not depend on the threads.
-    pub fn each_shard(&mut self, threads: usize, f: impl Fn(&mut Shard) + Sync) {
-        if threads <= 1 {
-            self.shards.iter_mut().for_each(f);
-            return;
+    /// Runs `f` on every shard, on the search's worker threads (`pool`;
+    /// `None`: on this thread). Shards are independent, so the outcome
+    /// does not depend on the threads.
+    pub fn each_shard(&mut self, pool: Option<&rayon::ThreadPool>, f: impl Fn(&mut Shard) + Sync) {
+        use rayon::prelude::*;
+        match pool {
+            None => self.shards.iter_mut().for_each(f),
+            Some(pool) => pool.install(|| self.shards.par_iter_mut().with_max_len(1).for_each(&f)),
         }
-        let queue = Mutex::new(self.shards.iter_mut());
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    loop {
-                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some(shard) = next else { break };
-                        f(shard);
-                    }
-                });
-            }
-        });
     }
 }
 
@@ -355,7 +386,7 @@ impl Shard {
     pub fn take_in(&mut self, canon: &Canon, merge: bool, level: u64) {
         for a in std::mem::take(&mut self.inbox) {
             let at = self.next.len() as u32;
-            let left = a.state.world.faults_left;
+            let left = a.left;
             let real = if merge {
                 match absorb(canon, self, &a, level) {
                     Some(Absorbed::Covered) => continue,
@@ -372,19 +403,19 @@ impl Shard {
                 // the frontier will, as minimal graphs: one graph when the
                 // layouts agree, as they do for most states.
                 let canonical = a.zone.minimal();
-                let real = if a.zone == a.state.zone {
-                    canonical.clone()
-                } else {
-                    a.state.zone.minimal()
+                let real = match &a.real {
+                    None => canonical.clone(),
+                    Some(real) => real.minimal(),
                 };
                 self.zones.insert_min(a.fp, canonical, left, level, at);
                 self.fps.push(a.fp);
                 real
             } else {
+                let real = a.real.as_ref().unwrap_or(&a.zone).minimal();
                 if !self.zones.insert(a.fp, a.zone, left, level, at) {
                     continue;
                 }
-                a.state.zone.minimal()
+                real
             };
             self.placed.push((a.seq, at));
             let place = self.arena.push(self.number, &a.packed, &real);
@@ -419,7 +450,7 @@ impl Shard {
                         return p.place;
                     }
                     let world = p.world(arena).to_vec();
-                    let zone = p.whole.take().expect("a grown zone is whole");
+                    let zone = p.take_grown().expect("a grown zone is whole");
                     arena.push(*number, &world, &zone.minimal())
                 })
             })
@@ -449,19 +480,16 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
     } = shard;
     let exact = zones.exact_budgets;
     let list = zones.map.get_mut(&s.fp)?;
-    if list
-        .iter()
-        .any(|e| e.covers(&s.zone, &s.state.world.faults_left, exact))
-    {
+    if list.iter().any(|e| e.covers(&s.zone, &s.left, exact)) {
         return Some(Absorbed::Covered);
     }
     let mut into: Option<usize> = None;
-    let mut zone = s.state.zone.clone();
+    let mut zone = s.real.clone().unwrap_or_else(|| s.zone.clone());
     loop {
         let mut hit = None;
         for (i, e) in list.iter().enumerate() {
             let at = e.at as usize;
-            if e.level != level
+            if u64::from(e.level) != level
                 || dead[at]
                 || into == Some(i)
                 || !next[at].is_world(arena, &s.packed, s.hash)
@@ -494,7 +522,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
     let at = list[i].at as usize;
     // The merged state's world is the successor's own (they compared equal).
     let merged = ZState {
-        world: s.state.world.clone(),
+        world: crate::pack::from_bytes::<World>(&s.packed),
         zone,
     };
     list[i].zone = Kept::Full(canon.canonical(&merged).1);
@@ -550,7 +578,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
         merge_world(canon, list, (next, arena), dead, *record, joined, level);
         // The level is done with these zones: from now on they are only
         // asked about inclusion.
-        for e in list.iter_mut().filter(|e| e.level == level) {
+        for e in list.iter_mut().filter(|e| u64::from(e.level) == level) {
             e.zone.seal();
         }
     }
@@ -568,7 +596,7 @@ fn merge_world(
     level: u64,
 ) {
     let mine: Vec<usize> = (0..list.len())
-        .filter(|&i| list[i].level == level && !dead[list[i].at as usize])
+        .filter(|&i| u64::from(list[i].level) == level && !dead[list[i].at as usize])
         .collect();
     if mine.len() < 2 {
         return;
@@ -611,7 +639,10 @@ fn merge_world(
                 .iter()
                 .map(|&i| {
                     let p = &next[list[i].at as usize];
-                    p.whole.as_ref().expect("unpacked just above")
+                    p.loaded
+                        .as_ref()
+                        .and_then(|l| l.whole.as_ref())
+                        .expect("unpacked just above")
                 })
                 .collect();
             let hull = zones[1..].iter().fold(zones[0].clone(), |h, z| h.hull(z));
