@@ -90,12 +90,7 @@ pub fn clear_line() -> &'static str {
 }
 
 /// Resident memory of this process, in bytes (Linux; None elsewhere).
-pub fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
+pub use locklab_models::search::resident_memory_bytes as resident_bytes;
 
 /// What the watcher shows and, when it must end the run, prints first.
 #[derive(Default)]

@@ -791,8 +791,18 @@ fn id_at(ids: &[Vec<u32>], sh: usize, at: u32) -> u32 {
 
 /// Peak resident memory of this process so far (Linux: `VmHWM`).
 pub fn peak_memory_bytes() -> Option<u64> {
+    proc_status_bytes("VmHWM:")
+}
+
+/// Resident memory of this process now (Linux: `VmRSS`; `None` elsewhere).
+pub fn resident_memory_bytes() -> Option<u64> {
+    proc_status_bytes("VmRSS:")
+}
+
+/// A size in kB from `/proc/self/status`, in bytes.
+fn proc_status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }

@@ -5,7 +5,6 @@
 
 mod common;
 use common::*;
-use locklab_models::FaultKind;
 use locklab_models::engine::packed::Level;
 use locklab_models::engine::zone::ZState;
 use locklab_models::pack::{from_bytes, to_bytes};
@@ -38,14 +37,8 @@ fn reachable(m: &locklab_models::LockModel, limit: usize) -> Vec<ZState> {
 fn every_state_reached_packs_and_unpacks_to_itself() {
     let mut states = 0;
     let mut with_messages = 0;
-    for proto in locklab_models::protocols::ALL {
-        let p = proto.name();
-        // Every fault kind the protocol can suffer.
-        let kinds: Vec<FaultKind> = FaultKind::ALL
-            .into_iter()
-            .filter(|k| proto.faults().contains(k))
-            .collect();
-        let m = model_with(p, &kinds, |p| p.max_faults = Some(2));
+    // Every fault kind each protocol can suffer.
+    for (p, m) in every_protocol_with_its_faults(2) {
         let reached = reachable(&m, 3000);
         assert!(reached.len() >= 100, "{p}: only {} states", reached.len());
         let mut bytes: HashSet<Vec<u8>> = HashSet::new();

@@ -60,13 +60,7 @@ fn same_on_disk(label: &str, m: &LockModel, max_states: u64) -> SearchResult {
 
 #[test]
 fn every_protocol_gives_the_same_result_spilled() {
-    for proto in locklab_models::protocols::ALL {
-        let p = proto.name();
-        let kinds: Vec<FaultKind> = FaultKind::ALL
-            .into_iter()
-            .filter(|k| proto.faults().contains(k))
-            .collect();
-        let m = model_with(p, &kinds, |p| p.max_faults = Some(1));
+    for (p, m) in every_protocol_with_its_faults(1) {
         same_on_disk(p, &m, 20_000);
     }
 }

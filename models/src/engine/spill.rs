@@ -115,7 +115,7 @@ impl Spill {
         if !self.asks.fetch_add(1, Ordering::Relaxed).is_multiple_of(64) {
             return false;
         }
-        let over = resident_bytes().is_none_or(|r| r > self.limit);
+        let over = crate::search::resident_memory_bytes().is_none_or(|r| r > self.limit);
         if over {
             self.over.store(true, Ordering::Relaxed);
         }
@@ -169,14 +169,6 @@ impl Spill {
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
-}
-
-/// This process's resident memory now (Linux: `VmRSS`).
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 #[cfg(test)]

@@ -24,6 +24,22 @@ pub fn model_with(protocol: &str, faults: &[FaultKind], f: impl FnOnce(&mut Para
     LockModel::new(proto, p).expect("valid parameters")
 }
 
+/// Every protocol, with every fault kind it can suffer switched on (budget
+/// 1 each) and at most `max_faults` striking in one execution.
+pub fn every_protocol_with_its_faults(max_faults: u8) -> Vec<(&'static str, LockModel)> {
+    protocols::ALL
+        .iter()
+        .map(|proto| {
+            let kinds: Vec<FaultKind> = FaultKind::ALL
+                .into_iter()
+                .filter(|k| proto.faults().contains(k))
+                .collect();
+            let m = model_with(proto.name(), &kinds, |p| p.max_faults = Some(max_faults));
+            (proto.name(), m)
+        })
+        .collect()
+}
+
 /// Exhaustive search for the given invariants.
 pub fn check(m: &LockModel, invs: &[Invariant]) -> SearchResult {
     search(
