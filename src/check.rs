@@ -82,9 +82,10 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SIZE", help_heading = "Search")]
     pub max_memory: Option<String>,
     /// Once the process's resident memory passes this (e.g. 2G), write the search's
-    /// levels and parent links to a file in --spill-dir instead of RAM. Unlike
-    /// --max-memory the search goes on, slower, to the same result (raise --max-states
-    /// to let it); the passed list stays in RAM, about 200 bytes a state
+    /// levels, parent links and the zones of finished levels to a file in --spill-dir
+    /// instead of RAM. Unlike --max-memory the search goes on, slower, to the same
+    /// result (raise --max-states to let it); the level being built and an index of
+    /// the worlds stay in RAM
     #[arg(long, value_name = "SIZE", help_heading = "Search")]
     pub memory_limit: Option<String>,
     /// Where --memory-limit writes [default: the system's temporary directory]. The

@@ -217,7 +217,7 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
     if let Some(b) = s.spilled_bytes {
         let _ = writeln!(
             out,
-            "  spilled: {:.1} MiB of levels and parent links written to disk (--memory-limit)",
+            "  spilled: {:.1} MiB of levels, parent links and passed zones written to disk (--memory-limit)",
             b as f64 / (1u64 << 20) as f64
         );
     }

@@ -1013,7 +1013,7 @@ fn a_search_spilled_to_disk_reports_the_same_verdicts() {
         .find(|l| l.contains("spilled: "))
         .unwrap_or_else(|| panic!("no spill line: {spilled}"));
     assert!(
-        line.contains("MiB of levels and parent links written to disk"),
+        line.contains("MiB of levels, parent links and passed zones written to disk"),
         "{line}"
     );
     // Everything else is the same, the time aside.

@@ -24,8 +24,9 @@
 //! Memory: per distinct state, its zone's minimal graph in the passed
 //! list (under its world's 64-bit fingerprint) and an 8-byte parent link;
 //! plus the states of the level being expanded and of the one being
-//! built, packed (`engine::packed`). The levels and the parent links can
-//! go to disk (`SearchOptions::spill`, `engine::spill`).
+//! built, packed (`engine::packed`). The levels, the parent links and the
+//! zones of finished levels can go to disk (`SearchOptions::spill`,
+//! `engine::spill`).
 //! Fingerprints are hash-compacted (as in TLC and stateright): two distinct
 //! states colliding would wrongly merge them; with 64-bit fingerprints the
 //! chance is about n^2 / 2^65 (3e-6 at 10 million states).
@@ -64,7 +65,7 @@ pub struct SearchOptions {
     /// Worker threads expanding each level (0 = one per core). The result
     /// is the same for any number.
     pub threads: usize,
-    /// Where the levels and parent links go once resident memory passes
+    /// Where the levels, parent links and passed zones go once resident memory passes
     /// a limit (`engine::spill`); `None` keeps them in RAM. The result is
     /// the same either way.
     pub spill: Option<SpillTo>,
@@ -170,7 +171,7 @@ pub struct SearchResult {
     /// Traces rebuilt through merged zones (`witness`): the violating
     /// state's first path did not reach the part of its zone that violates.
     pub rebuilt: usize,
-    /// Bytes of levels and parent links written to disk
+    /// Bytes of levels, parent links and passed zones written to disk
     /// ([`SearchOptions::spill`]).
     pub spilled: u64,
     /// Why the search could not spill as asked, if it could not: what it
@@ -465,6 +466,9 @@ fn search_with(
                 .ok()
         })
         .flatten();
+    // A pool the system would not start leaves one thread, and the result
+    // says so.
+    let threads = if pool.is_some() { threads } else { 1 };
     let mut spill_failure = None;
     let spill = opts.spill.as_ref().and_then(|to| match Spill::create(to) {
         Ok(s) => Some(Arc::new(s)),
@@ -704,6 +708,9 @@ fn search_with(
         }
         if merge {
             seen.each_shard(pool.as_ref(), |shard| shard.end_level(&canon, depth + 1));
+        }
+        if spill.is_some() {
+            seen.each_shard(pool.as_ref(), |shard| shard.zones_to_disk());
         }
         if let Some(c) = contributors.as_mut() {
             for (sh, shard) in seen.shards.iter_mut().enumerate() {

@@ -1,38 +1,44 @@
-//! A search that writes its levels and parent links to disk
+//! A search that writes its levels, parent links and passed zones to disk
 //! (`engine::spill`, `check --memory-limit`) is the same search: the same
 //! states, transitions, depth, verdicts and counterexamples, step for
 //! step, as the one that keeps them in RAM. A limit of 0 bytes sends every
-//! full block and chunk to disk from the start, so every level is read
-//! back from the file and every trace from parent links on disk.
+//! full block and chunk to disk from the start, and every level's zones at
+//! its end, so every level is read back from the file, every inclusion
+//! test of a successor whose world was met on an earlier level reads its
+//! zones from the file, and every trace comes from parent links on disk.
 
 mod common;
 use common::*;
 use locklab_models::engine::spill::SpillTo;
-use locklab_models::search::{SearchOptions, SearchResult, search};
+use locklab_models::search::{SearchOptions, SearchResult, search, search_unmerged};
 use locklab_models::{FaultKind, Invariant, LockModel};
 
-fn run(m: &LockModel, max_states: u64, spill: Option<SpillTo>) -> SearchResult {
-    search(
-        m,
-        &SearchOptions {
-            subsume_budgets: true,
-            invariants: Invariant::ALL.to_vec(),
-            max_states: Some(max_states),
-            max_depth: None,
-            symmetry: true,
-            threads: 2,
-            spill,
-        },
-    )
+fn options(max_states: u64, spill: Option<SpillTo>) -> SearchOptions {
+    SearchOptions {
+        subsume_budgets: true,
+        invariants: Invariant::ALL.to_vec(),
+        max_states: Some(max_states),
+        max_depth: None,
+        symmetry: true,
+        threads: 2,
+        spill,
+    }
 }
 
-fn same_on_disk(label: &str, m: &LockModel, max_states: u64) -> SearchResult {
-    let ram = run(m, max_states, None);
+/// Searches `m` with `search` (merging or not) in RAM and with
+/// everything on disk, and requires the same result.
+fn same_on_disk_with(
+    label: &str,
+    m: &LockModel,
+    max_states: u64,
+    search: fn(&LockModel, &SearchOptions) -> SearchResult,
+) -> SearchResult {
+    let ram = search(m, &options(max_states, None));
     let to = SpillTo {
         dir: std::env::temp_dir(),
         limit: 0,
     };
-    let disk = run(m, max_states, Some(to));
+    let disk = search(m, &options(max_states, Some(to)));
     assert_eq!(
         (
             disk.states,
@@ -58,6 +64,10 @@ fn same_on_disk(label: &str, m: &LockModel, max_states: u64) -> SearchResult {
     disk
 }
 
+fn same_on_disk(label: &str, m: &LockModel, max_states: u64) -> SearchResult {
+    same_on_disk_with(label, m, max_states, search)
+}
+
 #[test]
 fn every_protocol_gives_the_same_result_spilled() {
     for (p, m) in every_protocol_with_its_faults(1) {
@@ -76,4 +86,13 @@ fn parent_links_on_disk_give_the_same_counterexamples() {
         !r.violations.is_empty(),
         "a counterexample read through links on disk"
     );
+}
+
+/// Without merging, a stored zone is kept whole until it goes to disk,
+/// where it is written as its minimal graph: the same answers.
+#[test]
+fn the_unmerged_search_gives_the_same_result_spilled() {
+    for (p, m) in every_protocol_with_its_faults(1) {
+        same_on_disk_with(&format!("{p}, unmerged"), &m, 5_000, search_unmerged);
+    }
 }

@@ -295,7 +295,7 @@ pub struct SearchSummary {
     /// The most writes the resource accepted in any state explored.
     #[serde(default)]
     pub max_accepted_writes: u64,
-    /// Bytes of levels and parent links the search wrote to disk
+    /// Bytes of levels, parent links and passed zones the search wrote to disk
     /// (`check --memory-limit`); absent when it was not asked to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spilled_bytes: Option<u64>,

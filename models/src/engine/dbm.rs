@@ -1007,6 +1007,58 @@ impl MinZone {
         }
     }
 
+    /// Appends the graph as a record of fixed-width fields, which
+    /// [`MinZone::record_includes`] reads in place (the passed list on
+    /// disk): the dimension, the number of constraints (u32), whether they
+    /// are wide, then each constraint as its 64-bit word (little-endian),
+    /// or as bound (i64) and clocks when wide.
+    pub fn put_record(&self, out: &mut Vec<u8>) {
+        out.push(self.n);
+        out.extend_from_slice(&(self.edges.len() as u32).to_le_bytes());
+        match &self.edges {
+            Edges::Narrow(e) => {
+                out.push(0);
+                for w in e.iter() {
+                    out.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+            Edges::Wide(e) => {
+                out.push(1);
+                for (b, i, j) in e.iter() {
+                    out.extend_from_slice(&b.0.to_le_bytes());
+                    out.extend_from_slice(&[*i, *j]);
+                }
+            }
+        }
+    }
+
+    /// Whether the graph recorded at the start of `bytes` (by
+    /// [`MinZone::put_record`]) includes `z`, and the record's length. The
+    /// same answer as [`MinZone::includes`] on the graph; no allocation.
+    pub fn record_includes(bytes: &[u8], z: &Dbm) -> (bool, usize) {
+        let n = bytes[0];
+        assert_eq!(n as usize, z.n, "dimension mismatch");
+        let k = u32::from_le_bytes(bytes[1..5].try_into().expect("4 bytes")) as usize;
+        let width = if bytes[5] == 0 { 8 } else { 10 };
+        let body = &bytes[6..6 + k * width];
+        let len = 6 + k * width;
+        if z.is_empty() {
+            return (true, len);
+        }
+        let inside = if width == 8 {
+            body.chunks_exact(8).all(|w| {
+                let (b, i, j) = Edges::narrow(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+                z.at(i as usize, j as usize) <= b
+            })
+        } else {
+            body.chunks_exact(10).all(|w| {
+                let b = Bound(i64::from_le_bytes(w[..8].try_into().expect("8 bytes")));
+                z.at(w[8] as usize, w[9] as usize) <= b
+            })
+        };
+        (inside, len)
+    }
+
     /// How many constraints are kept.
     pub fn constraints(&self) -> usize {
         self.edges.len()
@@ -1259,6 +1311,15 @@ mod tests {
         let mut inner = z.clone();
         inner.constrain(1, 0, Bound::new(big - 1, false));
         assert!(min.includes(&inner) && !inner.minimal().includes(&z));
+        let mut rec = Vec::new();
+        min.put_record(&mut rec);
+        assert_eq!(MinZone::record_includes(&rec, &inner), (true, rec.len()));
+        inner.minimal().put_record(&mut rec);
+        let (_, first) = MinZone::record_includes(&rec, &z);
+        assert_eq!(
+            MinZone::record_includes(&rec[first..], &z),
+            (false, rec.len() - first)
+        );
         assert_eq!(
             crate::pack::from_bytes::<MinZone>(&crate::pack::to_bytes(&min)),
             min
@@ -1304,6 +1365,13 @@ mod tests {
             );
             assert_eq!(min.includes(&b), a.includes(&b), "{a:?} ⊇ {b:?}");
             assert!(min.includes(&a));
+            let mut rec = vec![7];
+            min.put_record(&mut rec);
+            rec.push(9);
+            assert_eq!(
+                MinZone::record_includes(&rec[1..], &b),
+                (a.includes(&b), rec.len() - 2)
+            );
             if a.is_empty() {
                 empty += 1;
                 continue;

@@ -62,12 +62,130 @@ impl Hasher for PassThrough {
 /// most k, with no more faults spent), so it is dropped. A stored zone is never evicted for a larger one met on a
 /// later level, which keeps the first violating level the shortest
 /// (Bengtsson & Yi 2004; see docs/model.md).
+///
+/// Past `--memory-limit` the zones of finished levels go to the spill
+/// file, each world's in one record ([`Zones::to_disk`]); only the map from
+/// fingerprint to record stays in RAM, and an inclusion test reads the
+/// record back. Where a zone lives changes no answer.
 #[derive(Default)]
 pub struct Zones {
-    map: HashMap<u64, Vec<Stored>, BuildHasherDefault<PassThrough>>,
+    map: HashMap<u64, WorldZones, BuildHasherDefault<PassThrough>>,
     /// A stored zone covers only states with exactly its budgets left
     /// (subsumption by budget off, to compare).
     exact_budgets: bool,
+    /// Where zones go past the memory limit, if anywhere.
+    spill: Option<Arc<Spill>>,
+    /// Every world's zones went to disk once; from then on only the worlds
+    /// in `touched` have zones in RAM.
+    swept: bool,
+    /// With a spill file: worlds given a zone since the last
+    /// [`Zones::to_disk`].
+    touched: Vec<u64>,
+}
+
+/// One world's stored zones: in RAM, and in its record on disk.
+#[derive(Default)]
+struct WorldZones {
+    ram: Vec<Stored>,
+    disk: OnDisk,
+}
+
+/// Where a world's record lies in the spill file: its offset (40 bits, a
+/// terabyte) and its length (24 bits), in one word; 0 for none. A record
+/// that does not fit stays in RAM.
+#[derive(Clone, Copy, Default)]
+struct OnDisk(u64);
+
+impl OnDisk {
+    const LEN_BITS: u32 = 24;
+
+    fn new(at: u64, len: usize) -> Option<OnDisk> {
+        (len > 0 && len < 1 << Self::LEN_BITS && at < 1 << (64 - Self::LEN_BITS))
+            .then_some(OnDisk((at << Self::LEN_BITS) | len as u64))
+    }
+
+    fn get(self) -> Option<(u64, usize)> {
+        (self.0 != 0).then_some((
+            self.0 >> Self::LEN_BITS,
+            (self.0 & ((1 << Self::LEN_BITS) - 1)) as usize,
+        ))
+    }
+}
+
+/// Reads record `d` back into `buf`.
+fn read_record(spill: &Spill, d: OnDisk, buf: &mut Vec<u8>) -> bool {
+    let Some((at, len)) = d.get() else {
+        return false;
+    };
+    buf.clear();
+    buf.resize(len, 0);
+    spill.get(at, buf);
+    true
+}
+
+/// Bytes of a zone's budgets left in a record.
+const BUDGETS: usize = std::mem::size_of::<Budgets>();
+
+/// Whether a zone of record `d` (each zone's budgets left, then its
+/// minimal graph's record, `MinZone::put_record`), stored with at least
+/// budgets `left` left, includes `z`.
+fn disk_covers(spill: Option<&Spill>, d: OnDisk, z: &Dbm, left: &Budgets, exact: bool) -> bool {
+    let Some(spill) = spill else {
+        return false;
+    };
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with_borrow_mut(|buf| {
+        if !read_record(spill, d, buf) {
+            return false;
+        }
+        // Each zone: its budgets left, then its graph's record.
+        let mut at = 0;
+        while at < buf.len() {
+            let stored = Budgets(
+                buf[at..at + BUDGETS]
+                    .try_into()
+                    .expect("a record's budgets"),
+            );
+            let budget = if exact {
+                stored == *left
+            } else {
+                stored.at_least(left)
+            };
+            let (inside, len) = MinZone::record_includes(&buf[at + BUDGETS..], z);
+            if inside && budget {
+                return true;
+            }
+            at += BUDGETS + len;
+        }
+        false
+    })
+}
+
+/// Writes world `w`'s zones in RAM to disk, in one record with those
+/// already there (which it replaces). They stay in RAM if the record is
+/// too long or the write fails.
+fn write_out(spill: &Spill, w: &mut WorldZones) {
+    if w.ram.is_empty() {
+        return;
+    }
+    let mut rec = Vec::new();
+    read_record(spill, w.disk, &mut rec);
+    for s in &w.ram {
+        rec.extend_from_slice(&s.left.0);
+        match &s.zone {
+            Kept::Min(m) => m.put_record(&mut rec),
+            Kept::Full(d) => d.minimal().put_record(&mut rec),
+        }
+    }
+    if OnDisk::new(0, rec.len()).is_none() {
+        return;
+    }
+    if let Some(d) = spill.put(&rec).and_then(|at| OnDisk::new(at, rec.len())) {
+        w.disk = d;
+        w.ram = Vec::new();
+    }
 }
 
 /// A stored zone (in the canonical layout of its world), the budgets left
@@ -86,8 +204,8 @@ impl Zones {
     /// left when `subsume_budgets`.
     pub fn new(subsume_budgets: bool) -> Zones {
         Zones {
-            map: HashMap::default(),
             exact_budgets: !subsume_budgets,
+            ..Zones::default()
         }
     }
 
@@ -96,17 +214,27 @@ impl Zones {
     pub fn covers(&self, fp: u64, z: &Dbm, left: &Budgets) -> bool {
         self.map
             .get(&fp)
-            .is_some_and(|v| v.iter().any(|s| s.covers(z, left, self.exact_budgets)))
+            .is_some_and(|w| self.world_covers(w, z, left))
+    }
+
+    fn world_covers(&self, w: &WorldZones, z: &Dbm, left: &Budgets) -> bool {
+        let exact = self.exact_budgets;
+        w.ram.iter().any(|s| s.covers(z, left, exact))
+            || disk_covers(self.spill.as_deref(), w.disk, z, left, exact)
     }
 
     /// Stores `z` unless it is covered; true if stored.
     pub fn insert(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) -> bool {
-        let v = self.map.entry(fp).or_default();
-        if v.iter().any(|s| s.covers(&zone, &left, self.exact_budgets)) {
+        if self
+            .map
+            .get(&fp)
+            .is_some_and(|w| self.world_covers(w, &zone, &left))
+        {
             return false;
         }
+        self.touch(fp);
         push_small(
-            v,
+            &mut self.map.entry(fp).or_default().ram,
             Stored {
                 zone: Kept::Full(zone),
                 left,
@@ -122,8 +250,9 @@ impl Zones {
     /// until a merge grows it (which keeps the merged zone whole until the
     /// level's end, [`merge_level`]).
     fn insert_min(&mut self, fp: u64, zone: MinZone, left: Budgets, level: u64, at: u32) {
+        self.touch(fp);
         push_small(
-            self.map.entry(fp).or_default(),
+            &mut self.map.entry(fp).or_default().ram,
             Stored {
                 zone: Kept::Min(zone),
                 left,
@@ -131,6 +260,47 @@ impl Zones {
                 at,
             },
         );
+    }
+}
+
+impl Zones {
+    /// Notes that world `fp` was given a zone (only with a spill file).
+    fn touch(&mut self, fp: u64) {
+        if self.spill.is_some() {
+            self.touched.push(fp);
+        }
+    }
+
+    /// The end of a level, once merging is done with its zones: if the
+    /// spill file is in use (resident memory passed the limit), every
+    /// world's zones in RAM go to disk; from then on, at each level's end,
+    /// those of the worlds given a zone on that level. A level's merging
+    /// reads only that level's zones, so all of them can go.
+    pub fn to_disk(&mut self) {
+        let Some(spill) = self.spill.clone() else {
+            return;
+        };
+        if !spill.wanted() {
+            // A first sweep, when it comes, takes every world.
+            self.touched.clear();
+            return;
+        }
+        if !self.swept {
+            self.swept = true;
+            self.touched.clear();
+            for w in self.map.values_mut() {
+                write_out(&spill, w);
+            }
+            return;
+        }
+        let mut fps = std::mem::take(&mut self.touched);
+        fps.sort_unstable();
+        fps.dedup();
+        for fp in fps {
+            if let Some(w) = self.map.get_mut(&fp) {
+                write_out(&spill, w);
+            }
+        }
     }
 }
 
@@ -338,6 +508,7 @@ impl Passed {
         for s in &mut p.shards {
             s.record = record;
             s.zones.exact_budgets = !subsume_budgets;
+            s.zones.spill = spill.clone();
             s.arena = Arena::new(spill.clone());
         }
         p
@@ -429,6 +600,12 @@ impl Shard {
         merge_level(canon, self, level);
     }
 
+    /// After the level's merging: zones to disk past the memory limit
+    /// ([`Zones::to_disk`]).
+    pub fn zones_to_disk(&mut self) {
+        self.zones.to_disk();
+    }
+
     /// Packs the level's states for the frontier, leaving `next` empty:
     /// the merged ones join the others in `arena`.
     pub fn pack_level(&mut self) {
@@ -479,10 +656,13 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         ..
     } = shard;
     let exact = zones.exact_budgets;
-    let list = zones.map.get_mut(&s.fp)?;
-    if list.iter().any(|e| e.covers(&s.zone, &s.left, exact)) {
+    let world = zones.map.get_mut(&s.fp)?;
+    if world.ram.iter().any(|e| e.covers(&s.zone, &s.left, exact))
+        || disk_covers(zones.spill.as_deref(), world.disk, &s.zone, &s.left, exact)
+    {
         return Some(Absorbed::Covered);
     }
+    let list = &mut world.ram;
     let mut into: Option<usize> = None;
     let mut zone = s.real.clone().unwrap_or_else(|| s.zone.clone());
     loop {
@@ -572,7 +752,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
     fps.sort_unstable();
     fps.dedup();
     for fp in fps.drain(..) {
-        let Some(list) = zones.map.get_mut(&fp) else {
+        let Some(list) = zones.map.get_mut(&fp).map(|w| &mut w.ram) else {
             continue;
         };
         merge_world(canon, list, (next, arena), dead, *record, joined, level);
@@ -669,5 +849,83 @@ fn merge_world(
     gone.sort_unstable_by(|a, b| b.cmp(a));
     for i in gone {
         list.swap_remove(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dbm::Bound;
+    use crate::engine::spill::SpillTo;
+    use crate::faults::FaultKind;
+
+    /// The box `0 ≤ x ≤ a`, `0 ≤ y ≤ b`.
+    fn boxed(a: i64, b: i64) -> Dbm {
+        let mut d = Dbm::universe(3);
+        d.constrain(1, 0, Bound::new(a, false));
+        d.constrain(2, 0, Bound::new(b, false));
+        d
+    }
+
+    fn budgets(pauses: u8) -> Budgets {
+        let mut b = Budgets::none();
+        b.set(FaultKind::Pause, pauses);
+        b
+    }
+
+    /// Zones written to disk, in one record per world rewritten as the
+    /// world gains zones, answer every inclusion test as in RAM.
+    #[test]
+    fn zones_on_disk_answer_as_in_ram() {
+        let to = SpillTo {
+            dir: std::env::temp_dir(),
+            limit: 0,
+        };
+        let spill = Arc::new(Spill::create(&to).unwrap());
+        let mut ram = Zones::new(true);
+        let mut disk = Zones::new(true);
+        disk.spill = Some(spill.clone());
+        // Three levels; worlds 1 and 2 gain zones on each, world 3 on the
+        // first only, and each level ends by writing its zones out.
+        let stored = [
+            (1, (2, 5), 1),
+            (2, (7, 1), 0),
+            (3, (4, 4), 1),
+            (1, (5, 2), 0),
+            (2, (3, 3), 1),
+            (1, (1, 9), 1),
+            (2, (9, 0), 0),
+        ];
+        for (level, chunk) in [&stored[..3], &stored[3..5], &stored[5..]]
+            .into_iter()
+            .enumerate()
+        {
+            for &(fp, (a, b), pauses) in chunk {
+                let z = boxed(a, b);
+                assert!(ram.insert(fp, z.clone(), budgets(pauses), level as u64, 0));
+                assert!(disk.insert(fp, z, budgets(pauses), level as u64, 0));
+            }
+            disk.to_disk();
+            assert!(disk.map.values().all(|w| w.ram.is_empty()));
+        }
+        assert!(spill.written() > 0);
+        let (mut yes, mut no) = (0, 0);
+        for fp in 0..4 {
+            for a in 0..10 {
+                for b in 0..10 {
+                    for pauses in 0..2 {
+                        let z = boxed(a, b);
+                        let left = budgets(pauses);
+                        let want = ram.covers(fp, &z, &left);
+                        assert_eq!(disk.covers(fp, &z, &left), want, "{fp} {a} {b} {pauses}");
+                        if want { yes += 1 } else { no += 1 }
+                    }
+                }
+            }
+        }
+        assert!(yes > 20 && no > 20, "{yes} covered, {no} not");
+        // A zone covered on disk is not stored again.
+        assert!(!disk.insert(1, boxed(1, 4), budgets(0), 3, 0));
+        assert!(disk.insert(1, boxed(6, 6), budgets(0), 3, 0));
     }
 }

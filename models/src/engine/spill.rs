@@ -1,15 +1,20 @@
 //! Disk for the parts of the search that need not stay in RAM: the packed
-//! levels (`packed::Arena`'s compressed blocks) and the parent links
-//! (`parents::Parents`). Both are written once and read back rarely or in
-//! order, as TLC's queue file is: a level is read block after block when
-//! it is expanded, a block of the level being built is read again only
-//! when one of its states is a merge candidate, and the parent links only
-//! when a trace is rebuilt. The passed list, which every successor
-//! probes, stays in RAM.
+//! levels (`packed::Arena`'s compressed blocks), the parent links
+//! (`parents::Parents`) and the zones of the passed list
+//! (`passed::Zones::to_disk`). The first two are written once and read
+//! back rarely or in order, as TLC's queue file is: a level is read block
+//! after block when it is expanded, a block of the level being built is
+//! read again only when one of its states is a merge candidate, and the
+//! parent links only when a trace is rebuilt. The passed list is probed by
+//! every successor: a world's zones are one record, read back (from the
+//! system's page cache while it has room, from the disk after) whenever a
+//! successor of that world is tested for inclusion; only the map from a
+//! world's fingerprint to its record stays in RAM.
 //!
 //! Nothing goes to disk while the process's resident memory is under the
-//! limit; above it, every block sealed and every full chunk of parent
-//! links is written to one file instead. So a search whose levels outgrow
+//! limit; above it, every block sealed, every full chunk of parent links
+//! and, at each level's end, the zones of the worlds given one on that
+//! level are written to one file instead. So a search whose levels outgrow
 //! RAM goes on, slower, to the same result: where a byte lives changes no
 //! state, no order and no verdict (`models/tests/spill.rs`).
 //!
