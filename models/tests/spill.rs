@@ -76,7 +76,9 @@ fn every_protocol_gives_the_same_result_spilled() {
 }
 
 /// Past 65,536 states the parent links go to disk in chunks too, and the
-/// counterexamples are read back through them.
+/// counterexamples are read back through them. Its levels are wide enough
+/// that merge candidates forget what was read of them (past 1,024 a shard,
+/// `passed::CACHED`; about 11,000 times here) and read it again.
 #[test]
 fn parent_links_on_disk_give_the_same_counterexamples() {
     let m = model("redlock", &[FaultKind::Pause, FaultKind::ClockJump]);

@@ -20,7 +20,7 @@ use crate::engine::spill::Spill;
 use crate::engine::zone::ZState;
 use crate::faults::Budgets;
 use crate::world::World;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -431,6 +431,18 @@ impl Pending {
         self.grown = true;
     }
 
+    /// Forgets what was read of it (a grown zone it keeps: nowhere else
+    /// has it).
+    fn forget(&mut self) {
+        if self.grown {
+            if let Some(l) = &mut self.loaded {
+                l.world = None;
+            }
+        } else {
+            self.loaded = None;
+        }
+    }
+
     /// The zone a merge grew it to, taken out.
     fn take_grown(&mut self) -> Option<Dbm> {
         self.loaded.as_mut().and_then(|l| l.whole.take())
@@ -464,6 +476,10 @@ pub struct Shard {
     pub packed: Vec<Option<Place>>,
     /// Fingerprints given a new zone on this level, for [`merge_level`].
     fps: Vec<u64>,
+    /// States of `next` whose world or zone was read for a merge, in the
+    /// order they were first read. Past [`CACHED`], the oldest forget what
+    /// was read ([`trim`]).
+    recent: VecDeque<u32>,
     /// Successors handed to this shard, in frontier order.
     pub inbox: Vec<Arrival>,
     /// For each successor of the inbox that is a new state: its `seq` and
@@ -556,6 +572,7 @@ impl Shard {
     /// (recorded in `placed`).
     pub fn take_in(&mut self, canon: &Canon, merge: bool, level: u64) {
         for a in std::mem::take(&mut self.inbox) {
+            trim(&mut self.next, &mut self.recent);
             let at = self.next.len() as u32;
             let left = a.left;
             let real = if merge {
@@ -615,8 +632,10 @@ impl Shard {
             arena,
             packed,
             number,
+            recent,
             ..
         } = self;
+        recent.clear();
         *packed = next
             .drain(..)
             .zip(dead.drain(..))
@@ -633,6 +652,27 @@ impl Shard {
             })
             .collect();
         arena.shrink();
+    }
+}
+
+/// Merge candidates whose world and zone stay read, per shard. Most of a
+/// level's states become candidates (a successor of the same world
+/// arrives), and what is read of one (its world's bytes, its zone whole)
+/// takes about 600 bytes: on `check zookeeper`, 92,000 of a level's
+/// 97,000 states were read, and all of it stayed for the rest of the
+/// level. Successors of one world mostly arrive close together, so the
+/// 1,024 read last per shard keep nearly all the benefit: measured in
+/// alternating pairs, the same time and 14 % less peak memory on
+/// `zookeeper` (1,000,000 states), 4 % less on `redlock`.
+const CACHED: usize = 1024;
+
+/// Makes the states read longest ago forget what was read of them, down to
+/// [`CACHED`].
+fn trim(next: &mut [Pending], recent: &mut VecDeque<u32>) {
+    while recent.len() > CACHED {
+        if let Some(i) = recent.pop_front() {
+            next[i as usize].forget();
+        }
     }
 }
 
@@ -653,6 +693,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         dead,
         record,
         joined,
+        recent,
         ..
     } = shard;
     let exact = zones.exact_budgets;
@@ -669,11 +710,15 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         let mut hit = None;
         for (i, e) in list.iter().enumerate() {
             let at = e.at as usize;
-            if u64::from(e.level) != level
-                || dead[at]
-                || into == Some(i)
-                || !next[at].is_world(arena, &s.packed, s.hash)
-            {
+            if u64::from(e.level) != level || dead[at] || into == Some(i) {
+                continue;
+            }
+            let read = next[at].loaded.is_some();
+            let same = next[at].is_world(arena, &s.packed, s.hash);
+            if !read && next[at].loaded.is_some() {
+                recent.push_back(at as u32);
+            }
+            if !same {
                 continue;
             }
             if let Some(h) = next[at].zone(arena).convex_union(&zone) {
@@ -747,6 +792,7 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
         fps,
         record,
         joined,
+        recent,
         ..
     } = shard;
     fps.sort_unstable();
@@ -759,8 +805,12 @@ fn merge_level(canon: &Canon, shard: &mut Shard, level: u64) {
         // The level is done with these zones: from now on they are only
         // asked about inclusion.
         for e in list.iter_mut().filter(|e| u64::from(e.level) == level) {
+            if next[e.at as usize].loaded.is_some() {
+                recent.push_back(e.at);
+            }
             e.zone.seal();
         }
+        trim(next, recent);
     }
 }
 
