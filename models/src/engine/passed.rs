@@ -90,6 +90,15 @@ struct WorldZones {
     disk: OnDisk,
 }
 
+impl WorldZones {
+    /// Whether one of its zones, in RAM or on disk (in `spill`), stored
+    /// with enough budget left, includes `z`.
+    fn covers(&self, spill: Option<&Spill>, z: &Dbm, left: &Budgets, exact: bool) -> bool {
+        self.ram.iter().any(|s| s.covers(z, left, exact))
+            || disk_covers(spill, self.disk, z, left, exact)
+    }
+}
+
 /// Where a world's record lies in the spill file: its offset (40 bits, a
 /// terabyte) and its length (24 bits), in one word; 0 for none. A record
 /// that does not fit stays in RAM.
@@ -100,8 +109,13 @@ impl OnDisk {
     const LEN_BITS: u32 = 24;
 
     fn new(at: u64, len: usize) -> Option<OnDisk> {
-        (len > 0 && len < 1 << Self::LEN_BITS && at < 1 << (64 - Self::LEN_BITS))
+        (Self::fits(len) && at < 1 << (64 - Self::LEN_BITS))
             .then_some(OnDisk((at << Self::LEN_BITS) | len as u64))
+    }
+
+    /// Whether a record of `len` bytes can be pointed at.
+    fn fits(len: usize) -> bool {
+        len > 0 && len < 1 << Self::LEN_BITS
     }
 
     fn get(self) -> Option<(u64, usize)> {
@@ -148,13 +162,8 @@ fn disk_covers(spill: Option<&Spill>, d: OnDisk, z: &Dbm, left: &Budgets, exact:
                     .try_into()
                     .expect("a record's budgets"),
             );
-            let budget = if exact {
-                stored == *left
-            } else {
-                stored.at_least(left)
-            };
             let (inside, len) = MinZone::record_includes(&buf[at + BUDGETS..], z);
-            if inside && budget {
+            if inside && enough_left(&stored, left, exact) {
                 return true;
             }
             at += BUDGETS + len;
@@ -179,7 +188,7 @@ fn write_out(spill: &Spill, w: &mut WorldZones) {
             Kept::Full(d) => d.minimal().put_record(&mut rec),
         }
     }
-    if OnDisk::new(0, rec.len()).is_none() {
+    if !OnDisk::fits(rec.len()) {
         return;
     }
     if let Some(d) = spill.put(&rec).and_then(|at| OnDisk::new(at, rec.len())) {
@@ -214,22 +223,12 @@ impl Zones {
     pub fn covers(&self, fp: u64, z: &Dbm, left: &Budgets) -> bool {
         self.map
             .get(&fp)
-            .is_some_and(|w| self.world_covers(w, z, left))
-    }
-
-    fn world_covers(&self, w: &WorldZones, z: &Dbm, left: &Budgets) -> bool {
-        let exact = self.exact_budgets;
-        w.ram.iter().any(|s| s.covers(z, left, exact))
-            || disk_covers(self.spill.as_deref(), w.disk, z, left, exact)
+            .is_some_and(|w| w.covers(self.spill.as_deref(), z, left, self.exact_budgets))
     }
 
     /// Stores `z` unless it is covered; true if stored.
     pub fn insert(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) -> bool {
-        if self
-            .map
-            .get(&fp)
-            .is_some_and(|w| self.world_covers(w, &zone, &left))
-        {
+        if self.covers(fp, &zone, &left) {
             return false;
         }
         self.touch(fp);
@@ -261,9 +260,7 @@ impl Zones {
             },
         );
     }
-}
 
-impl Zones {
     /// Notes that world `fp` was given a zone (only with a spill file).
     fn touch(&mut self, fp: u64) {
         if self.spill.is_some() {
@@ -342,12 +339,18 @@ impl Kept {
 
 impl Stored {
     fn covers(&self, z: &Dbm, left: &Budgets, exact_budgets: bool) -> bool {
-        let budget = if exact_budgets {
-            self.left == *left
-        } else {
-            self.left.at_least(left)
-        };
-        budget && self.zone.includes(z)
+        enough_left(&self.left, left, exact_budgets) && self.zone.includes(z)
+    }
+}
+
+/// Whether a zone stored with budgets `stored` left may cover a state with
+/// `left` left: at least as much of every kind (exactly as much when
+/// `exact`, subsumption by budget off).
+fn enough_left(stored: &Budgets, left: &Budgets, exact: bool) -> bool {
+    if exact {
+        stored == left
+    } else {
+        stored.at_least(left)
     }
 }
 
@@ -477,7 +480,8 @@ pub struct Shard {
     /// Fingerprints given a new zone on this level, for [`merge_level`].
     fps: Vec<u64>,
     /// States of `next` whose world or zone was read for a merge, in the
-    /// order they were first read. Past [`CACHED`], the oldest forget what
+    /// order they were first read (the end of a level queues again those
+    /// its group merging read). Past [`CACHED`], the oldest forget what
     /// was read ([`trim`]).
     recent: VecDeque<u32>,
     /// Successors handed to this shard, in frontier order.
@@ -696,11 +700,13 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         recent,
         ..
     } = shard;
-    let exact = zones.exact_budgets;
     let world = zones.map.get_mut(&s.fp)?;
-    if world.ram.iter().any(|e| e.covers(&s.zone, &s.left, exact))
-        || disk_covers(zones.spill.as_deref(), world.disk, &s.zone, &s.left, exact)
-    {
+    if world.covers(
+        zones.spill.as_deref(),
+        &s.zone,
+        &s.left,
+        zones.exact_budgets,
+    ) {
         return Some(Absorbed::Covered);
     }
     let list = &mut world.ram;
