@@ -29,7 +29,7 @@ use crate::engine::zone::{ZState, normalize};
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::search::Fingerprinter;
-use crate::world::{Body, Clk, Cmd, Coord, Msg, Node, Reply, Val, World};
+use crate::world::{Body, Clk, Cmd, Coord, Msg, Node, Reply, Session, Val, World};
 use std::hash::{Hash, Hasher};
 
 /// How one model's states are renamed.
@@ -150,6 +150,11 @@ fn signature(w: &World, me: u8, keys: &mut Vec<u64>, msgs: &mut Vec<u64>) -> u64
         .get(me as usize)
         .map(|s| s.is_some())
         .hash(&mut h);
+    if coord.sessions.get(me as usize) == Some(&Some(Session::Kept)) {
+        // Hashed apart, so a signature without a kept session stays what
+        // it was before sessions could be kept.
+        "kept".hash(&mut h);
+    }
     for e in coord.entries.iter().filter(|e| e.owner == me) {
         (e.round, e.rev, e.seq).hash(&mut h);
     }

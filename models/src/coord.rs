@@ -17,7 +17,7 @@ use crate::client::Ctx;
 use crate::ev;
 use crate::model::LockModel;
 use crate::params::TokenSource;
-use crate::world::{Body, Chan, Cmd, CoordEntry, Msg, Node, Reply, World};
+use crate::world::{Body, Chan, Cmd, CoordEntry, Msg, Node, Reply, Session, WdState, World};
 use locklab_traces::EventKind;
 
 /// Whether client `c` has a live session / lease.
@@ -164,12 +164,14 @@ fn own_entry(x: &mut Ctx, c: u8, round: u8) -> u16 {
 /// Runs `cmd`, sent by client `c`, and returns the reply.
 fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
     // A ZooKeeper server renews a live session on every request.
-    if x.m.proto.requests_renew_session() && x.w.coord.sessions[c as usize].is_some() {
-        x.w.coord.sessions[c as usize] = Some(x.t.reset());
+    if x.m.proto.requests_renew_session()
+        && matches!(x.w.coord.sessions[c as usize], Some(Session::Live(_)))
+    {
+        x.w.coord.sessions[c as usize] = Some(Session::Live(x.t.reset()));
     }
     match cmd {
         Cmd::Open => {
-            x.w.coord.sessions[c as usize] = Some(x.t.reset());
+            x.w.coord.sessions[c as usize] = Some(Session::Live(x.t.reset()));
             Reply::Alive(true)
         }
         // Creating an entry needs a live session (etcd: "lease not found";
@@ -199,7 +201,7 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
         }
         Cmd::KeepAlive => {
             if x.w.coord.sessions[c as usize].is_some() {
-                x.w.coord.sessions[c as usize] = Some(x.t.reset());
+                x.w.coord.sessions[c as usize] = Some(Session::Live(x.t.reset()));
                 Reply::Alive(true)
             } else {
                 Reply::Alive(false)
@@ -222,11 +224,72 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
     }
 }
 
+/// Folded heartbeats (docs/model.md, "Folded heartbeats"): whether the
+/// service, taking client `c`'s keepalive `msg` now, can keep `c`'s session
+/// alive for good and drop its heartbeat from the state.
+///
+/// That is exact when nothing the heartbeat does can be observed again.
+/// Under normal timing it cannot fail: keepalives come often enough that
+/// the session never expires (`LockModel::heartbeat_silence`), and every
+/// answer is "alive", which changes nothing. Only a fault can disturb it,
+/// so none may be left that could: a pause (the timer stops), a crash that
+/// kills the heartbeat with the process, a lost or held keepalive or
+/// answer, a clock jump (counted for safety, though the service's clock
+/// never jumps). The keepalive taken now must be the one the heartbeat
+/// waits for, with nothing else of the heartbeat in flight, and the
+/// client not frozen, so that the bound holds from now on. A heartbeat
+/// that is never cancelled (`--no-cancel`) is not folded: it outlives the
+/// session it kept, and its next keepalive tells the client so.
+fn heartbeat_folds(x: &Ctx, c: u8, msg: &Msg) -> bool {
+    use crate::faults::{FaultKind, can_strike};
+    let (m, w) = (x.m, &*x.w);
+    if !m.params.fold_heartbeats || m.params.no_cancel || msg.orphan {
+        return false;
+    }
+    if !matches!(w.coord.sessions[c as usize], Some(Session::Live(_))) {
+        return false;
+    }
+    let crash_stops_it = m.params.crash != crate::params::CrashKind::Thread;
+    let disturbing = [
+        FaultKind::Pause,
+        FaultKind::Loss,
+        FaultKind::Delay,
+        FaultKind::ClockJump,
+    ]
+    .into_iter()
+    .chain(crash_stops_it.then_some(FaultKind::Crash));
+    if disturbing.into_iter().any(|k| can_strike(m, w, k)) {
+        return false;
+    }
+    let cl = &w.clients[c as usize];
+    let waiting = cl.wd.is_some_and(|d| d.state == WdState::Waiting);
+    let me = Node::Client(c);
+    let in_flight = w
+        .net
+        .iter()
+        .any(|n| n.chan == Chan::Watchdog && (n.from == me || n.to == me));
+    cl.paused.is_none() && waiting && !in_flight && m.heartbeat_silence().is_some()
+}
+
 /// Delivers a request to the service: runs it and answers on the same
 /// connection (unless the sender has abandoned the request).
 pub fn deliver(x: &mut Ctx, msg: Msg) {
     let Node::Client(c) = msg.from else { return };
     let Body::Req(cmd) = msg.body else { return };
+    if cmd == Cmd::KeepAlive && heartbeat_folds(x, c, &msg) {
+        x.w.coord.sessions[c as usize] = Some(Session::Kept);
+        x.w.clients[c as usize].wd = None;
+        ev!(
+            x.log,
+            EventKind::Note,
+            "service".to_string(),
+            Some(x.w.client_name(c)),
+            "{} -> alive; from here on no fault left can stop {}'s heartbeat, which keeps its session alive for good (its keepalives are no longer shown)",
+            cmd.text(),
+            x.w.client_name(c)
+        );
+        return;
+    }
     let reply = execute(x, c, cmd);
     ev!(
         x.log,

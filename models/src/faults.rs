@@ -181,13 +181,18 @@ pub fn kind_of(a: &Action) -> Option<FaultKind> {
     }
 }
 
+/// Whether a fault of kind `k` can still strike in `w`: its budget is not
+/// spent, nor are all faults the cap (`--max-faults`) allows.
+pub fn can_strike(m: &LockModel, w: &World, k: FaultKind) -> bool {
+    w.faults_left.get(k) > 0
+        && m.params
+            .max_faults
+            .is_none_or(|cap| used(m, w) < cap as u32)
+}
+
 /// Appends the fault (and fault-ending) actions enabled in `w`.
 pub fn enabled(m: &LockModel, w: &World, out: &mut Vec<Action>) {
-    let capped = m
-        .params
-        .max_faults
-        .is_some_and(|cap| used(m, w) >= cap as u32);
-    let left = |k: FaultKind| w.faults_left.get(k) > 0 && !capped;
+    let left = |k: FaultKind| can_strike(m, w, k);
     // The end of a pause is not a fault but the environment choosing when
     // it ends; it costs no budget.
     for (i, c) in w.clients.iter().enumerate() {

@@ -20,7 +20,7 @@ use crate::engine::zone::ZState;
 use crate::model::LockModel;
 use crate::protocols::Protocol;
 use crate::time::{Clk, Micros};
-use crate::world::{Phase, Role, Touch, World};
+use crate::world::{Phase, Role, Session, Touch, World};
 
 /// A clock condition a violation needs: clock `clk` reads below `hi` µs.
 /// Only upper bounds occur: a client stops believing once its clock has run
@@ -417,7 +417,8 @@ fn orphan(m: &LockModel, w: &World) -> Option<String> {
     for e in &w.coord.entries {
         let owner = &w.clients[e.owner as usize];
         let abandoned = !owner.alive || owner.phase == Phase::Done || owner.round > e.round;
-        let heartbeating = owner.wd.is_some();
+        let heartbeating =
+            owner.wd.is_some() || w.coord.sessions[e.owner as usize] == Some(Session::Kept);
         if abandoned && heartbeating && w.coord.sessions[e.owner as usize].is_some() {
             let who = w.client_name(e.owner);
             let state = if owner.alive {

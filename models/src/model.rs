@@ -345,10 +345,10 @@ impl LockModel {
             }
         }
         for (i, s) in w.coord.sessions.iter().enumerate() {
-            if let Some(clk) = s {
+            if let Some(clk) = s.and_then(|s| s.clock()) {
                 out.push(Enabled {
                     action: Action::SessionExpires { client: i as u8 },
-                    guard: Some((*clk, self.session_window().0)),
+                    guard: Some((clk, self.session_window().0)),
                 });
             }
         }
@@ -413,8 +413,8 @@ impl LockModel {
                 out.push((clk, self.params.down_for()));
             }
         }
-        for s in w.coord.sessions.iter().flatten() {
-            out.push((*s, self.session_window().1));
+        for clk in w.coord.sessions.iter().flatten().filter_map(|s| s.clock()) {
+            out.push((clk, self.session_window().1));
         }
         if let Some(r) = &w.resource.recon {
             match r.paused {
@@ -439,6 +439,33 @@ impl LockModel {
     /// clock's rate drifts.
     pub fn session_window(&self) -> (Micros, Micros) {
         self.params.band(self.params.ttl)
+    }
+
+    /// The longest a session can go without a keepalive reaching the
+    /// service while its client's heartbeat runs undisturbed (no pause,
+    /// crash, loss or delay): `None` when that is not below the shortest
+    /// time the service may take to expire it, so that the heartbeat is
+    /// never folded (docs/model.md, "Folded heartbeats").
+    ///
+    /// From a keepalive taken at `t`, its answer is handled by `t +
+    /// latency_max + step` (a timeout can only come sooner), the timer
+    /// fires within its window (`renew_every` on the client's drifting
+    /// clock, and a step) after that and sends the next keepalive, which
+    /// arrives within `latency_max`. A keepalive that timed out and was
+    /// sent again on a new connection can be overtaken by its successor,
+    /// which costs at most one more `latency_max` (and a step, kept for
+    /// margin) between two keepalives taken.
+    pub fn heartbeat_silence(&self) -> Option<Micros> {
+        let p = &self.params;
+        let timer = self
+            .wait_window(&Wait {
+                kind: WaitKind::Renewal,
+                late: false,
+                clk: Clk(0),
+            })
+            .hi?;
+        let silence = timer + 3 * p.latency_max + 2 * p.step;
+        (silence < self.session_window().0).then_some(silence)
     }
 
     /// The largest constants a clock of this role is ever compared with

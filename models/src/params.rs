@@ -679,6 +679,14 @@ pub struct Params {
     /// own step again: the same verdicts from more states, for comparing.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub fold_replies: bool,
+    /// A checker reduction, not a behaviour: once no fault left can stop,
+    /// lose or hold a session's heartbeat, and its period is short enough
+    /// that the session can never expire, the session is kept alive for
+    /// good and its keepalives are no longer steps (docs/model.md, "Folded
+    /// heartbeats"). `false` (`check --no-fold`, and `simulate`, which
+    /// shows every heartbeat) keeps every keepalive a step.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub fold_heartbeats: bool,
 }
 
 impl Params {
@@ -750,6 +758,7 @@ impl Params {
             reconcile: None,
             detect_within: None,
             fold_replies: true,
+            fold_heartbeats: true,
         }
     }
 

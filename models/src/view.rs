@@ -5,7 +5,7 @@ use crate::engine::solve::Rational;
 use crate::model::LockModel;
 use crate::protocols::Service;
 use crate::redis::op_text;
-use crate::world::{Body, Phase, Role, Status, WaitKind, WdState, World};
+use crate::world::{Body, Phase, Role, Session, Status, WaitKind, WdState, World};
 use locklab_traces::{
     ClientView, EntryView, MessageView, Participant, ResourceView, ServerView, StateView,
 };
@@ -170,14 +170,21 @@ pub fn view(m: &LockModel, s: &CState, clocks: &Clocks) -> StateView {
                     _ => None,
                 },
                 clock_offset: clocks.clients.get(i).copied().unwrap_or(0) as f64 / 1000.0,
-                watchdog: c.wd.map(|d| match d.state {
-                    WdState::Sleeping => format!(
-                        "renews {} every {}",
-                        d.val.text(),
-                        crate::units::show(m.params.renew_every)
-                    ),
-                    WdState::Waiting => format!("renewal of {} in flight", d.val.text()),
-                }),
+                watchdog: c
+                    .wd
+                    .map(|d| match d.state {
+                        WdState::Sleeping => format!(
+                            "renews {} every {}",
+                            d.val.text(),
+                            crate::units::show(m.params.renew_every)
+                        ),
+                        WdState::Waiting => format!("renewal of {} in flight", d.val.text()),
+                    })
+                    .or_else(|| {
+                        (w.coord.sessions.get(i) == Some(&Some(Session::Kept))).then(|| {
+                            "heartbeats its session, which no fault left can stop".to_string()
+                        })
+                    }),
                 acquisitions_done: c.round as u32,
             }
         })
@@ -243,6 +250,7 @@ pub fn view(m: &LockModel, s: &CState, clocks: &Clocks) -> StateView {
                 .get(owner as usize)
                 .copied()
                 .flatten()
+                .and_then(|s| s.clock())
                 .map(|k| ms(Rational::integer(ttl) - age(k)))
         };
         let mut entries: Vec<EntryView> = c

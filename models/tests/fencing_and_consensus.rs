@@ -333,9 +333,12 @@ fn a_sequence_number_token_starts_over_when_the_container_is_reaped() {
 /// phases drift apart by up to a step a round: the zones never repeat and
 /// the search deepens without end (three fault-free `fencing` clients:
 /// depth 3,323 at 500,000 states). `--retry-max` bounds the backoff, as
-/// real clients do, and the same space is then small and finite.
+/// real clients do, and the same space is then small and finite. So does
+/// folding the heartbeats no fault can disturb any more (docs/model.md,
+/// "Folded heartbeats"): without faults, from each session's first
+/// keepalive on.
 #[test]
-fn a_bounded_backoff_ends_the_heartbeat_drift_of_waiting_clients() {
+fn a_bounded_backoff_or_a_folded_heartbeat_ends_the_drift_of_waiting_clients() {
     use locklab_models::search::{SearchOptions, search};
     use locklab_models::time::SEC;
     let opts = |max_states| SearchOptions {
@@ -347,13 +350,21 @@ fn a_bounded_backoff_ends_the_heartbeat_drift_of_waiting_clients() {
         threads: 0,
         spill: None,
     };
-    let unbounded = model_with("fencing", &[], |p| p.clients = 3);
+    let unbounded = model_with("fencing", &[], |p| {
+        p.clients = 3;
+        p.fold_heartbeats = false;
+    });
     let r = search(&unbounded, &opts(60_000));
     assert!(!r.exhaustive(), "stopped at {} states", r.states);
     assert!(r.depth > 200, "depth {}", r.depth);
+    let folded = model_with("fencing", &[], |p| p.clients = 3);
+    let r = search(&folded, &opts(60_000));
+    assert!(r.exhaustive(), "{} states, depth {}", r.states, r.depth);
+    assert!(r.violations.is_empty(), "fault-free fencing holds");
     let bounded = model_with("fencing", &[], |p| {
         p.clients = 3;
         p.retry_max = Some(SEC);
+        p.fold_heartbeats = false;
     });
     let r = search(&bounded, &opts(60_000));
     assert!(r.exhaustive(), "{} states, depth {}", r.states, r.depth);

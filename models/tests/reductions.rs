@@ -232,3 +232,110 @@ fn subsuming_budgets_keeps_every_verdict_and_shortest_length() {
     );
     assert!(violated >= 10, "only {violated} violations compared");
 }
+
+/// Folded heartbeats (docs/model.md, "Folded heartbeats"): once no fault
+/// left can disturb a session's heartbeat, the service keeps the session
+/// alive for good and the heartbeat's steps are dropped. Compared with
+/// every keepalive a step (`Params::fold_heartbeats = false`, `check
+/// --no-fold`) on the consensus recipes, each fault kind they suffer
+/// alone, pairs of them under a cap, a crash that leaves the heartbeat
+/// running, and three clients with no fault: both searches exhaustive,
+/// the same verdict for every invariant, the same shortest lengths, and
+/// every folded counterexample replayed and validated with its times.
+///
+/// Folding maps each unfolded run to a folded one without the heartbeat
+/// steps after the fold, so L_fold ≤ L_unfold; every folded run is an
+/// unfolded one with keepalives added, so a fold never invents a
+/// violation. Equal lengths are what these configurations give.
+#[test]
+fn folding_heartbeats_keeps_every_verdict_and_shortest_length() {
+    use FaultKind::*;
+    use locklab_models::params::CrashKind;
+    let mut fewer = 0;
+    let mut violated = 0;
+    type Tweak = fn(&mut Params);
+    let plain: Tweak = |_| {};
+    let thread_crash: Tweak = |p| p.crash = CrashKind::Thread;
+    let three: Tweak = |p| {
+        p.clients = 3;
+        p.retry_max = Some(locklab_models::time::SEC);
+    };
+    let mut configs: Vec<(&str, Vec<FaultKind>, Option<u8>, Tweak)> = Vec::new();
+    for proto in ["fencing", "zookeeper", "etcd"] {
+        for k in [Pause, Slow, Loss, Delay, Crash] {
+            configs.push((proto, vec![k], None, plain));
+        }
+        configs.push((proto, vec![Crash, Loss], Some(2), plain));
+        configs.push((proto, vec![Pause, Slow], Some(2), plain));
+        configs.push((proto, vec![Crash], None, thread_crash));
+        configs.push((proto, vec![], None, three));
+    }
+    configs.push(("queue", vec![Pause], None, plain));
+    for (proto, faults, cap, tweak) in configs {
+        let folded = model_with(proto, &faults, |p| {
+            p.max_faults = cap;
+            tweak(p);
+        });
+        let unfolded = model_with(proto, &faults, |p| {
+            p.max_faults = cap;
+            tweak(p);
+            p.fold_heartbeats = false;
+        });
+        let label = format!("{proto} {faults:?} cap {cap:?}");
+        let invs = folded.properties.clone();
+        let (a, b) = (check(&folded, &invs), check(&unfolded, &invs));
+        assert!(
+            a.exhaustive() && b.exhaustive(),
+            "{label}: both searches must finish"
+        );
+        assert_eq!(lengths(&a), lengths(&b), "{label}");
+        fewer += (a.states < b.states) as usize;
+        violated += a.violations.len();
+        for (inv, path) in &a.violations {
+            let t = locklab_models::trace::build(&folded, path, *inv, "check", None)
+                .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
+            locklab_models::trace::validate(&t)
+                .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
+        }
+    }
+    assert!(
+        fewer >= 15,
+        "folding heartbeats saved states in only {fewer} configurations"
+    );
+    assert!(violated >= 10, "only {violated} violations compared");
+}
+
+/// The fold needs the heartbeat to outpace the session's expiry by its
+/// bound, and a heartbeat that is cancelled with its lock: a renewal
+/// period too close to the TTL, or `--no-cancel`, keeps every keepalive a
+/// step, so the search is the same state for state.
+#[test]
+fn heartbeats_are_not_folded_where_the_fold_would_not_be_exact() {
+    for (label, tweak) in [
+        (
+            "renew-every near the TTL",
+            (|p: &mut Params| p.renew_every = p.ttl - p.latency_max) as fn(&mut Params),
+        ),
+        ("no-cancel", |p: &mut Params| p.no_cancel = true),
+    ] {
+        let folded = model_with("zookeeper", &[FaultKind::Slow], tweak);
+        let unfolded = model_with("zookeeper", &[FaultKind::Slow], |p| {
+            tweak(p);
+            p.fold_heartbeats = false;
+        });
+        let invs = folded.properties.clone();
+        let (a, b) = (check(&folded, &invs), check(&unfolded, &invs));
+        assert_eq!(
+            (a.states, a.transitions),
+            (b.states, b.transitions),
+            "{label}"
+        );
+    }
+    // And where it is exact, it bites.
+    let folded = model_with("zookeeper", &[FaultKind::Slow], |_| {});
+    let unfolded = model_with("zookeeper", &[FaultKind::Slow], |p| {
+        p.fold_heartbeats = false
+    });
+    let invs = folded.properties.clone();
+    assert!(check(&folded, &invs).states < check(&unfolded, &invs).states);
+}

@@ -134,6 +134,12 @@ struct Driver<'a> {
     last_lease: Vec<Option<i64>>,
     /// The real answer the model just delivered (for the verdict).
     last_answer: Option<(String, bool)>,
+    /// Per client whose session the model keeps alive for good (a folded
+    /// heartbeat, `world::Session::Kept`): the model time of the last
+    /// keepalive sent for it. The trace no longer shows these keepalives,
+    /// so the driver sends them, every `renew_every`, as the client's
+    /// heartbeat would.
+    kept: Vec<Option<Rational>>,
     ev: Evidence,
 }
 
@@ -184,6 +190,7 @@ pub fn replay(
         owners: BTreeMap::new(),
         last_lease: vec![None; w0.clients.len()],
         last_answer: None,
+        kept: vec![None; w0.clients.len()],
         ev: Evidence {
             grants: vec![None; w0.clients.len()],
             ..Evidence::default()
@@ -294,6 +301,7 @@ impl Driver<'_> {
         self.t0 = Instant::now();
         for (i, (a, at)) in path.iter().enumerate() {
             let index = i + 1;
+            self.keep_alive(&st, *at, index)?;
             self.wait_until(*at, index)?;
             let mut did = Vec::new();
             let mut unsure = Vec::new();
@@ -370,6 +378,36 @@ impl Driver<'_> {
             });
         }
         Ok((rows, st))
+    }
+
+    /// Sends the keepalives of the sessions the model keeps alive for
+    /// good (folded heartbeats) that fall before model time `t`: one every
+    /// `renew_every` from the keepalive the model took last. One the
+    /// server refuses is an error: the model says that session cannot end.
+    fn keep_alive(&mut self, st: &CState, t: Rational, index: usize) -> Result<(), Error> {
+        use locklab_models::world::Session as ModelSession;
+        let every = Rational::integer(self.m.params.renew_every);
+        for c in 0..st.world.clients.len() {
+            if st.world.coord.sessions[c] != Some(ModelSession::Kept) {
+                self.kept[c] = None;
+                continue;
+            }
+            let mut last = *self.kept[c].get_or_insert(st.now);
+            while last + every < t {
+                last = last + every;
+                self.wait_until(last, index)?;
+                let ans = self.request(&st.world, c as u8, Cmd::KeepAlive)?;
+                if ans.reply != Ok(Reply::Alive(true)) {
+                    return Err(Error::Input(format!(
+                        "before step {index}: the heartbeat the model keeps running for {} failed on the real server ({}): the model says its session cannot end",
+                        st.world.client_name(c as u8),
+                        ans.did
+                    )));
+                }
+            }
+            self.kept[c] = Some(last);
+        }
+        Ok(())
     }
 
     fn wait_until(&mut self, t: Rational, index: usize) -> Result<(), Error> {
@@ -1227,7 +1265,7 @@ impl Driver<'_> {
             .sessions
             .iter()
             .map(|s| {
-                s.map(|clk| {
+                s.and_then(|s| s.clock()).map(|clk| {
                     let l = ttl - st.read(clk, st.now);
                     // Alive in the model: the server cannot have expired it
                     // early but for the driver's lateness; gone: the server

@@ -437,6 +437,9 @@ impl SimConfig {
         }
         p.no_recheck = self.no_recheck;
         p.network = self.network;
+        // A run shows every heartbeat: folding them saves a search states,
+        // and a run has none to save.
+        p.fold_heartbeats = false;
         LockModel::new(proto, p).map_err(|e| e.0)
     }
 

@@ -4,7 +4,7 @@
 //! stops it) and the release.
 
 use crate::client::Ctx;
-use crate::world::{Chan, Cmd, Node, Phase, Reply, WaitKind, Watchdog, WdState};
+use crate::world::{Chan, Cmd, Node, Phase, Reply, Session, WaitKind, Watchdog, WdState};
 
 /// Acquire step: waiting for the session to open.
 pub const OPENING: u8 = 9;
@@ -12,7 +12,9 @@ pub const OPENING: u8 = 9;
 /// Starts an acquisition: with the session the client already has (its
 /// heartbeat is running), or by opening one first.
 pub fn begin(x: &mut Ctx, c: u8, first: (Cmd, Phase)) {
-    if x.w.clients[c as usize].wd.is_some() {
+    // A kept session's heartbeat runs unseen (`coord::fold_heartbeat`).
+    let kept = x.w.coord.sessions[c as usize] == Some(Session::Kept);
+    if x.w.clients[c as usize].wd.is_some() || kept {
         ask(x, c, first.0, first.1);
     } else {
         ask(x, c, Cmd::Open, Phase::Acquire(OPENING));

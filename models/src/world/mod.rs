@@ -942,6 +942,44 @@ pub struct CoordEntry {
     pub seq: u16,
 }
 
+/// A client's session (ZooKeeper) or lease (etcd) at the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Session {
+    /// The time since the service last heard its keepalive: the service
+    /// expires it once that reaches the TTL.
+    Live(Clk),
+    /// Kept alive for good: its heartbeat can no longer be stopped, lost or
+    /// held by any fault left, and runs fast enough that the session can
+    /// never expire, so its keepalives are no longer steps (a checker
+    /// reduction, `coord::fold_heartbeat`). It ends only when its client
+    /// closes it.
+    Kept,
+}
+
+impl Session {
+    /// The clock the service judges the session by, if it can expire.
+    pub fn clock(self) -> Option<Clk> {
+        match self {
+            Session::Live(c) => Some(c),
+            Session::Kept => None,
+        }
+    }
+}
+
+/// A live session hashes as its clock alone, as the `Option<Clk>` it
+/// replaced did, so that fingerprints (and with them the symmetry
+/// representatives and zone counts) of worlds without a kept session stay
+/// what they were.
+impl std::hash::Hash for Session {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        match self {
+            Session::Live(c) => c.hash(h),
+            Session::Kept => u64::MAX.hash(h),
+        }
+    }
+}
+
 /// The consensus-backed lock service (ZooKeeper or etcd semantics):
 /// linearizable, nothing lost on leader change, sessions and leases judged
 /// on the leader's monotonic clock (clock jumps do not reach it).
@@ -949,10 +987,8 @@ pub struct CoordEntry {
 pub struct Coord {
     /// Revision / zxid: bumped by every change.
     pub rev: u16,
-    /// Per client: the time since the service last heard its session's
-    /// (lease's) keepalive; `None` = no session. The service expires it
-    /// once that reaches the TTL.
-    pub sessions: Vec<Option<Clk>>,
+    /// Per client: its session (lease), if it has one.
+    pub sessions: Vec<Option<Session>>,
     /// Lock entries, in creation order.
     pub entries: Vec<CoordEntry>,
     /// Watches set: (watcher, watched entry's rev).
@@ -1217,8 +1253,10 @@ impl World {
                 f(c, ClockRole::Down);
             }
         }
-        for c in self.coord.sessions.iter_mut().flatten() {
-            f(c, ClockRole::Session);
+        for s in self.coord.sessions.iter_mut().flatten() {
+            if let Session::Live(c) = s {
+                f(c, ClockRole::Session);
+            }
         }
         for cl in self.clients.iter_mut() {
             if let Some(p) = &mut cl.paused {

@@ -341,6 +341,7 @@ pack_struct!(CoordEntry {
     rev,
     seq,
 });
+pack_enum!(Session { 0 Live(c), 1 Kept });
 pack_struct!(Coord {
     rev,
     sessions,
