@@ -29,7 +29,8 @@ fn a_crash_alone_does_not_break_a_consensus_lock() {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
+// Finishes since heartbeats are folded once no fault can disturb them
+// (docs/model.md, "Folded heartbeats").
 fn no_single_fault_but_a_pause_breaks_a_consensus_lock() {
     for p in CONSENSUS {
         for k in [Slow, Loss, Delay, Crash] {
@@ -39,7 +40,8 @@ fn no_single_fault_but_a_pause_breaks_a_consensus_lock() {
 }
 
 #[test]
-#[ignore = "consensus recipes with faults do not finish within minutes on the zone engine yet (docs/model.md, What the search does not finish yet)"]
+// Finishes since heartbeats are folded once no fault can disturb them
+// (docs/model.md, "Folded heartbeats").
 fn heartbeats_lost_and_delayed_expire_a_live_holders_lease() {
     // No pause at all: a slow critical section, one keepalive held back,
     // the retry lost, and the lease runs out under a client that is alive

@@ -44,7 +44,9 @@ use locklab_models::engine::solve::Rational;
 use locklab_models::invariants::Invariant;
 use locklab_models::trace;
 use locklab_models::units::show_rational;
-use locklab_models::world::{Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, World};
+use locklab_models::world::{
+    Body, Chan, Cmd, Log, Msg, Node, Phase, Reply, Session as ModelSession, World,
+};
 use locklab_traces::{EventKind, Trace};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -135,11 +137,11 @@ struct Driver<'a> {
     /// The real answer the model just delivered (for the verdict).
     last_answer: Option<(String, bool)>,
     /// Per client whose session the model keeps alive for good (a folded
-    /// heartbeat, `world::Session::Kept`): the model time of the last
-    /// keepalive sent for it. The trace no longer shows these keepalives,
-    /// so the driver sends them, every `renew_every`, as the client's
-    /// heartbeat would.
-    kept: Vec<Option<Rational>>,
+    /// heartbeat, `world::Session::Kept`): when the last keepalive for it
+    /// reached the real server. The trace no longer shows these
+    /// keepalives, so the driver sends them itself, as the client's
+    /// heartbeat would, on a real-time schedule (`tend_kept`).
+    kept: Vec<Option<Instant>>,
     ev: Evidence,
 }
 
@@ -301,9 +303,7 @@ impl Driver<'_> {
         self.t0 = Instant::now();
         for (i, (a, at)) in path.iter().enumerate() {
             let index = i + 1;
-            self.keep_alive(&st, *at, index)?;
-            self.wait_until(*at, index)?;
-            let mut did = Vec::new();
+            let mut did = self.wait_keeping_alive(&st.world, *at, index)?;
             let mut unsure = Vec::new();
             let actor = m.actor(&st.world, a);
             let before = st.world.clone();
@@ -334,6 +334,7 @@ impl Driver<'_> {
                     let waited = Instant::now();
                     let slack = self.slack();
                     loop {
+                        did.extend(self.tend_kept(&st.world));
                         let mut u = Vec::new();
                         let checks = self.observe(&st, &mut u)?;
                         if checks.iter().all(|c| c.ok || c.unsure) || waited.elapsed() >= slack {
@@ -380,34 +381,81 @@ impl Driver<'_> {
         Ok((rows, st))
     }
 
-    /// Sends the keepalives of the sessions the model keeps alive for
-    /// good (folded heartbeats) that fall before model time `t`: one every
-    /// `renew_every` from the keepalive the model took last. One the
-    /// server refuses is an error: the model says that session cannot end.
-    fn keep_alive(&mut self, st: &CState, t: Rational, index: usize) -> Result<(), Error> {
-        use locklab_models::world::Session as ModelSession;
-        let every = Rational::integer(self.m.params.renew_every);
-        for c in 0..st.world.clients.len() {
-            if st.world.coord.sessions[c] != Some(ModelSession::Kept) {
+    /// Waits until model time `t`, keeping alive the sessions the model
+    /// keeps alive for good meanwhile (`tend_kept`). Returns what it sent.
+    fn wait_keeping_alive(
+        &mut self,
+        w: &World,
+        t: Rational,
+        index: usize,
+    ) -> Result<Vec<String>, Error> {
+        let mut did = self.tend_kept(w);
+        let target = self.t0 + self.time.at(t);
+        while let Some(due) = self.next_keepalive() {
+            if due >= target {
+                break;
+            }
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            if crate::interrupt::interrupted() {
+                return Err(Error::Interrupted);
+            }
+            did.extend(self.tend_kept(w));
+        }
+        self.wait_until(t, index)?;
+        Ok(did)
+    }
+
+    /// How often the driver renews a kept session: half the model's
+    /// heartbeat period in real time, so that its own lateness cannot
+    /// cost the session (the model says nothing can).
+    fn keepalive_period(&self) -> Duration {
+        (self.time.real(self.m.params.renew_every) / 2).max(Duration::from_millis(10))
+    }
+
+    fn next_keepalive(&self) -> Option<Instant> {
+        let every = self.keepalive_period();
+        self.kept.iter().flatten().map(|last| *last + every).min()
+    }
+
+    /// Sends a keepalive for each session the model keeps alive for good
+    /// whose last one is a period old. A session the model has just kept
+    /// starts its period now (the keepalive the model took is the step
+    /// just replayed). A keepalive the real server refuses is reported;
+    /// the state check that follows shows the divergence.
+    fn tend_kept(&mut self, w: &World) -> Vec<String> {
+        let every = self.keepalive_period();
+        let mut did = Vec::new();
+        for c in 0..w.clients.len() {
+            if w.coord.sessions[c] != Some(ModelSession::Kept) {
                 self.kept[c] = None;
                 continue;
             }
-            let mut last = *self.kept[c].get_or_insert(st.now);
-            while last + every < t {
-                last = last + every;
-                self.wait_until(last, index)?;
-                let ans = self.request(&st.world, c as u8, Cmd::KeepAlive)?;
-                if ans.reply != Ok(Reply::Alive(true)) {
-                    return Err(Error::Input(format!(
-                        "before step {index}: the heartbeat the model keeps running for {} failed on the real server ({}): the model says its session cannot end",
-                        st.world.client_name(c as u8),
-                        ans.did
-                    )));
-                }
+            let Some(last) = self.kept[c] else {
+                self.kept[c] = Some(Instant::now());
+                continue;
+            };
+            if last.elapsed() < every {
+                continue;
             }
-            self.kept[c] = Some(last);
+            let ms = self.t0.elapsed().as_millis();
+            self.kept[c] = Some(Instant::now());
+            match self.request(w, c as u8, Cmd::KeepAlive) {
+                Ok(ans) => did.push(format!(
+                    "{ms} ms: {}{} (the heartbeat of a session the model keeps alive, sent by the driver)",
+                    ans.did,
+                    if ans.reply == Ok(Reply::Alive(true)) {
+                        ""
+                    } else {
+                        ": REFUSED, where the model says this session cannot end"
+                    }
+                )),
+                Err(e) => did.push(format!(
+                    "{ms} ms: the heartbeat the model keeps running for {} FAILED on the real server: {e}",
+                    w.client_name(c as u8)
+                )),
+            }
         }
-        Ok(())
+        did
     }
 
     fn wait_until(&mut self, t: Rational, index: usize) -> Result<(), Error> {
@@ -1344,11 +1392,14 @@ impl Driver<'_> {
                         .etcd
                         .time_to_live(id)
                         .map_err(|e| env("cannot read a lease's TTL", e))?;
+                    let kept = w.coord.sessions[c] == Some(ModelSession::Kept);
                     let (m, ok) = match *lc {
                         Some((l, _)) => (
                             format!("alive, {} left", show_rational(l)),
                             self.time.etcd_ttl_left_matches(l, secs, slack),
                         ),
+                        // Its heartbeat runs unseen, kept up by the driver.
+                        None if kept => ("kept alive by its heartbeat".to_string(), secs > 0),
                         None => ("gone".to_string(), secs < 0),
                     };
                     let real = if secs < 0 {
