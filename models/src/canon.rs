@@ -150,10 +150,12 @@ fn signature(w: &World, me: u8, keys: &mut Vec<u64>, msgs: &mut Vec<u64>) -> u64
         .get(me as usize)
         .map(|s| s.is_some())
         .hash(&mut h);
-    if coord.sessions.get(me as usize) == Some(&Some(Session::Kept)) {
-        // Hashed apart, so a signature without a kept session stays what
-        // it was before sessions could be kept.
-        "kept".hash(&mut h);
+    // Hashed apart, so a signature without a kept session stays what it
+    // was before sessions could be kept.
+    match coord.sessions.get(me as usize) {
+        Some(Some(Session::Kept)) => "kept".hash(&mut h),
+        Some(Some(Session::Closing)) => "closing".hash(&mut h),
+        _ => {}
     }
     for e in coord.entries.iter().filter(|e| e.owner == me) {
         (e.round, e.rev, e.seq).hash(&mut h);

@@ -469,7 +469,7 @@ pub fn step(x: &mut Ctx, c: u8) {
                     None,
                     "its watchdog counts the locking thread, not the task's: it keeps renewing"
                 );
-            } else if !x.m.params.no_cancel && x.w.clients[c as usize].wd.is_some() {
+            } else if !x.m.params.no_cancel {
                 cancel_watchdog(x, c);
             }
             ev!(
@@ -527,6 +527,20 @@ pub fn work_done(x: &mut Ctx, c: u8) {
 /// `lock()` calls less its `unlock()` calls and cancels the renewal when
 /// none is left (`RenewalTask.cancelExpirationRenewal`).
 pub fn cancel_watchdog(x: &mut Ctx, c: u8) {
+    let session = &mut x.w.coord.sessions;
+    if session.get(c as usize) == Some(&Some(crate::world::Session::Kept)) {
+        // A folded heartbeat (`coord::heartbeat_folds`) stops too: the
+        // session is no longer kept, only sure to be closed in time.
+        session[c as usize] = Some(crate::world::Session::Closing);
+        ev!(
+            x.log,
+            EventKind::Renew,
+            x.w.client_name(c),
+            None,
+            "stops its session heartbeat"
+        );
+        return;
+    }
     let Some(mut wd) = x.w.clients[c as usize].wd else {
         return;
     };

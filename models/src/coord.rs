@@ -170,6 +170,9 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
         x.w.coord.sessions[c as usize] = Some(Session::Live(x.t.reset()));
     }
     match cmd {
+        // An `Open` that reaches a kept session (one its client gave up
+        // on, still on its way) renews it, and its heartbeat keeps it.
+        Cmd::Open if x.w.coord.sessions[c as usize] == Some(Session::Kept) => Reply::Alive(true),
         Cmd::Open => {
             x.w.coord.sessions[c as usize] = Some(Session::Live(x.t.reset()));
             Reply::Alive(true)
@@ -198,6 +201,9 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
             } else {
                 Reply::Exists(false)
             }
+        }
+        Cmd::KeepAlive if x.w.coord.sessions[c as usize] == Some(Session::Kept) => {
+            Reply::Alive(true)
         }
         Cmd::KeepAlive => {
             if x.w.coord.sessions[c as usize].is_some() {
@@ -232,33 +238,22 @@ fn execute(x: &mut Ctx, c: u8, cmd: Cmd) -> Reply {
 /// Under normal timing it cannot fail: keepalives come often enough that
 /// the session never expires (`LockModel::heartbeat_silence`), and every
 /// answer is "alive", which changes nothing. Only a fault can disturb it,
-/// so none may be left that could: a pause (the timer stops), a crash that
-/// kills the heartbeat with the process, a lost or held keepalive or
-/// answer, a clock jump (counted for safety, though the service's clock
-/// never jumps). The keepalive taken now must be the one the heartbeat
-/// waits for, with nothing else of the heartbeat in flight, and the
-/// client not frozen, so that the bound holds from now on. A heartbeat
+/// so none may be left that could (`HEARTBEAT_DISTURBERS`). The
+/// keepalive taken now must be the one the heartbeat waits for, with
+/// nothing else of the heartbeat in flight, and the client not frozen, so
+/// that the bound holds from now on. A heartbeat
 /// that is never cancelled (`--no-cancel`) is not folded: it outlives the
 /// session it kept, and its next keepalive tells the client so.
 fn heartbeat_folds(x: &Ctx, c: u8, msg: &Msg) -> bool {
-    use crate::faults::{FaultKind, can_strike};
+    use crate::faults::can_strike;
     let (m, w) = (x.m, &*x.w);
-    if !m.params.fold_heartbeats || m.params.no_cancel || msg.orphan {
+    if !may_fold_heartbeats(m) || msg.orphan {
         return false;
     }
     if !matches!(w.coord.sessions[c as usize], Some(Session::Live(_))) {
         return false;
     }
-    let crash_stops_it = m.params.crash != crate::params::CrashKind::Thread;
-    let disturbing = [
-        FaultKind::Pause,
-        FaultKind::Loss,
-        FaultKind::Delay,
-        FaultKind::ClockJump,
-    ]
-    .into_iter()
-    .chain(crash_stops_it.then_some(FaultKind::Crash));
-    if disturbing.into_iter().any(|k| can_strike(m, w, k)) {
+    if HEARTBEAT_DISTURBERS.iter().any(|k| can_strike(m, w, *k)) {
         return false;
     }
     let cl = &w.clients[c as usize];
@@ -268,8 +263,36 @@ fn heartbeat_folds(x: &Ctx, c: u8, msg: &Msg) -> bool {
         .net
         .iter()
         .any(|n| n.chan == Chan::Watchdog && (n.from == me || n.to == me));
-    cl.paused.is_none() && waiting && !in_flight && m.heartbeat_silence().is_some()
+    cl.paused.is_none() && waiting && !in_flight
 }
+
+/// Whether this model ever folds a heartbeat: the reduction is on, the
+/// protocol's sessions are heartbeated, the heartbeat is cancelled with
+/// its lock, and it outpaces the session's expiry
+/// (`LockModel::heartbeat_silence`).
+pub fn may_fold_heartbeats(m: &LockModel) -> bool {
+    m.params.fold_heartbeats
+        && !m.params.no_cancel
+        && m.proto.renewal() == crate::protocols::Renewal::Heartbeat
+        && m.heartbeat_silence().is_some()
+}
+
+/// The fault kinds that can disturb a session heartbeat, or the release
+/// that ends a kept session (`Session::Closing`): a pause stops its timer,
+/// a loss or a delay takes a keepalive, its answer or the release, a crash
+/// kills the heartbeat with the process or, of the business thread alone
+/// (`--crash thread`), leaves a closing session unclosed, and a clock jump
+/// is counted for safety (the service's clock never jumps).
+pub const HEARTBEAT_DISTURBERS: [crate::faults::FaultKind; 5] = {
+    use crate::faults::FaultKind;
+    [
+        FaultKind::Pause,
+        FaultKind::Loss,
+        FaultKind::Delay,
+        FaultKind::ClockJump,
+        FaultKind::Crash,
+    ]
+};
 
 /// Delivers a request to the service: runs it and answers on the same
 /// connection (unless the sender has abandoned the request).

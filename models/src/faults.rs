@@ -113,7 +113,7 @@ impl FaultKind {
         FaultKind::Failover,
     ];
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }
@@ -155,6 +155,44 @@ impl Budgets {
             .into_iter()
             .filter(|k| self.get(*k) > 0)
             .collect()
+    }
+}
+
+/// How the passed list compares the fault budgets left in two states of
+/// one world: whether a stored state covers another whose zone it includes
+/// (docs/model.md, "Inclusion, breadth first, shortest counterexamples").
+///
+/// With more budget left a state can do every step the other can, as long
+/// as the rules read the budgets only to enable faults. The heartbeat fold
+/// reads them (`coord::heartbeat_folds`: no fault left may disturb the
+/// heartbeat), so where it can happen the budgets of the kinds it reads,
+/// and the faults used when a cap counts them, must be equal as well: a
+/// state with a pause left would keep heartbeating where the other folds,
+/// and need more steps to follow it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BudgetOrder {
+    /// A state with at least as much budget left of every kind covers
+    /// (else only one with exactly the same budgets).
+    pub subsume: bool,
+    /// Kinds (a bit each) whose budgets must be equal even so.
+    pub same: u16,
+    /// The faults used so far must be equal even so.
+    pub same_used: bool,
+}
+
+impl BudgetOrder {
+    /// Whether a state stored with budgets `stored` left may cover one of
+    /// the same world with `left` left.
+    pub fn covers(&self, stored: &Budgets, left: &Budgets) -> bool {
+        if !self.subsume {
+            return stored == left;
+        }
+        let total = |b: &Budgets| b.0.iter().map(|x| *x as u32).sum::<u32>();
+        stored.at_least(left)
+            && FaultKind::ALL
+                .iter()
+                .all(|k| self.same & (1 << k.index()) == 0 || stored.get(*k) == left.get(*k))
+            && (!self.same_used || total(stored) == total(left))
     }
 }
 
@@ -437,4 +475,47 @@ pub fn apply(x: &mut Ctx, a: &Action) -> bool {
         _ => return false,
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budgets(kinds: &[(FaultKind, u8)]) -> Budgets {
+        let mut b = Budgets::none();
+        for (k, n) in kinds {
+            b.set(*k, *n);
+        }
+        b
+    }
+
+    #[test]
+    fn a_budget_order_covers_more_budget_except_where_a_rule_reads_it() {
+        use FaultKind::*;
+        let more = budgets(&[(Pause, 1), (Slow, 1)]);
+        let less = budgets(&[(Pause, 1)]);
+        let no_pause = budgets(&[(Slow, 1)]);
+        let exact = BudgetOrder::default();
+        assert!(exact.covers(&more, &more) && !exact.covers(&more, &less));
+        let subsume = BudgetOrder {
+            subsume: true,
+            ..exact
+        };
+        assert!(subsume.covers(&more, &less) && subsume.covers(&more, &no_pause));
+        assert!(!subsume.covers(&less, &more));
+        // Pause read by a rule: its budget must match; slow may differ.
+        let pause_read = BudgetOrder {
+            same: 1 << Pause.index(),
+            ..subsume
+        };
+        assert!(pause_read.covers(&more, &less));
+        assert!(!pause_read.covers(&more, &no_pause));
+        // The faults used read by a rule (a cap): the totals must match.
+        let used_read = BudgetOrder {
+            same_used: true,
+            ..subsume
+        };
+        assert!(!used_read.covers(&more, &less));
+        assert!(used_read.covers(&more, &more));
+    }
 }

@@ -441,6 +441,25 @@ impl LockModel {
         self.params.band(self.params.ttl)
     }
 
+    /// How the passed list compares fault budgets (see
+    /// [`faults::BudgetOrder`]): a state with more budget left covers one
+    /// with less when `subsume`, except in the budgets a rule reads (those
+    /// of the heartbeat fold's disturbing kinds, and the faults used under
+    /// a cap, where heartbeats may be folded).
+    pub fn budget_order(&self, subsume: bool) -> faults::BudgetOrder {
+        let mut order = faults::BudgetOrder {
+            subsume,
+            ..faults::BudgetOrder::default()
+        };
+        if subsume && coord::may_fold_heartbeats(self) {
+            for k in coord::HEARTBEAT_DISTURBERS {
+                order.same |= 1 << k.index();
+            }
+            order.same_used = self.params.max_faults.is_some();
+        }
+        order
+    }
+
     /// The longest a session can go without a keepalive reaching the
     /// service while its client's heartbeat runs undisturbed (no pause,
     /// crash, loss or delay): `None` when that is not below the shortest

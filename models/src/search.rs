@@ -480,7 +480,7 @@ fn search_with(
             None
         }
     });
-    let mut seen = Passed::new(record, opts.subsume_budgets, spill.clone());
+    let mut seen = Passed::new(record, m.budget_order(opts.subsume_budgets), spill.clone());
     let mut contributors = record.then(witness::Contributors::default);
     // When recording: the id of each state of the level being built, by
     // shard and index in the shard's `next`.
@@ -530,7 +530,7 @@ fn search_with(
         let mut succs = Vec::new();
         let mut count = 0u64;
         // Duplicates within the chunk are common (diamonds): drop them here.
-        let mut local = Zones::new(opts.subsume_budgets);
+        let mut local = Zones::new(m.budget_order(opts.subsume_budgets));
         let mut cache = Cache::default();
         for k in 0..hi - lo {
             let s = &frontier.state(lo + k, &mut cache);

@@ -91,7 +91,7 @@ fn member(
     shared_states: &AtomicU64,
 ) -> Member {
     let mut rng = Rng(seed);
-    let mut seen = Zones::new(opts.subsume_budgets);
+    let mut seen = Zones::new(m.budget_order(opts.subsume_budgets));
     let mut out = Member {
         violations: BTreeMap::new(),
         states: 1,

@@ -334,7 +334,7 @@ impl Driver<'_> {
                     let waited = Instant::now();
                     let slack = self.slack();
                     loop {
-                        did.extend(self.tend_kept(&st.world));
+                        did.extend(self.tend_kept(&st.world)?);
                         let mut u = Vec::new();
                         let checks = self.observe(&st, &mut u)?;
                         if checks.iter().all(|c| c.ok || c.unsure) || waited.elapsed() >= slack {
@@ -389,7 +389,7 @@ impl Driver<'_> {
         t: Rational,
         index: usize,
     ) -> Result<Vec<String>, Error> {
-        let mut did = self.tend_kept(w);
+        let mut did = self.tend_kept(w)?;
         let target = self.t0 + self.time.at(t);
         while let Some(due) = self.next_keepalive() {
             if due >= target {
@@ -399,7 +399,7 @@ impl Driver<'_> {
             if crate::interrupt::interrupted() {
                 return Err(Error::Interrupted);
             }
-            did.extend(self.tend_kept(w));
+            did.extend(self.tend_kept(w)?);
         }
         self.wait_until(t, index)?;
         Ok(did)
@@ -421,8 +421,9 @@ impl Driver<'_> {
     /// whose last one is a period old. A session the model has just kept
     /// starts its period now (the keepalive the model took is the step
     /// just replayed). A keepalive the real server refuses is reported;
-    /// the state check that follows shows the divergence.
-    fn tend_kept(&mut self, w: &World) -> Vec<String> {
+    /// the state check that follows shows the divergence. One the driver
+    /// cannot send fails the replay, as every other request does.
+    fn tend_kept(&mut self, w: &World) -> Result<Vec<String>, Error> {
         let every = self.keepalive_period();
         let mut did = Vec::new();
         for c in 0..w.clients.len() {
@@ -439,23 +440,18 @@ impl Driver<'_> {
             }
             let ms = self.t0.elapsed().as_millis();
             self.kept[c] = Some(Instant::now());
-            match self.request(w, c as u8, Cmd::KeepAlive) {
-                Ok(ans) => did.push(format!(
-                    "{ms} ms: {}{} (the heartbeat of a session the model keeps alive, sent by the driver)",
-                    ans.did,
-                    if ans.reply == Ok(Reply::Alive(true)) {
-                        ""
-                    } else {
-                        ": REFUSED, where the model says this session cannot end"
-                    }
-                )),
-                Err(e) => did.push(format!(
-                    "{ms} ms: the heartbeat the model keeps running for {} FAILED on the real server: {e}",
-                    w.client_name(c as u8)
-                )),
-            }
+            let ans = self.request(w, c as u8, Cmd::KeepAlive)?;
+            did.push(format!(
+                "{ms} ms: {}{} (the heartbeat of a session the model keeps alive, sent by the driver)",
+                ans.did,
+                if ans.reply == Ok(Reply::Alive(true)) {
+                    ""
+                } else {
+                    ": REFUSED, where the model says this session cannot end"
+                }
+            ));
         }
-        did
+        Ok(did)
     }
 
     fn wait_until(&mut self, t: Rational, index: usize) -> Result<(), Error> {
@@ -1392,15 +1388,20 @@ impl Driver<'_> {
                         .etcd
                         .time_to_live(id)
                         .map_err(|e| env("cannot read a lease's TTL", e))?;
-                    let kept = w.coord.sessions[c] == Some(ModelSession::Kept);
-                    let (m, ok) = match *lc {
-                        Some((l, _)) => (
+                    let (m, ok) = match (*lc, w.coord.sessions[c]) {
+                        (Some((l, _)), _) => (
                             format!("alive, {} left", show_rational(l)),
                             self.time.etcd_ttl_left_matches(l, secs, slack),
                         ),
                         // Its heartbeat runs unseen, kept up by the driver.
-                        None if kept => ("kept alive by its heartbeat".to_string(), secs > 0),
-                        None => ("gone".to_string(), secs < 0),
+                        (None, Some(ModelSession::Kept)) => {
+                            ("kept alive by its heartbeat".to_string(), secs > 0)
+                        }
+                        // Its heartbeat stopped, its release on the way.
+                        (None, Some(ModelSession::Closing)) => {
+                            ("alive until its release lands".to_string(), secs > 0)
+                        }
+                        (None, _) => ("gone".to_string(), secs < 0),
                     };
                     let real = if secs < 0 {
                         "gone (TimeToLive: -1)".to_string()

@@ -18,7 +18,7 @@ use crate::engine::dbm::{Dbm, MinZone};
 use crate::engine::packed::{Arena, Place};
 use crate::engine::spill::Spill;
 use crate::engine::zone::ZState;
-use crate::faults::Budgets;
+use crate::faults::{BudgetOrder, Budgets};
 use crate::world::World;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -72,7 +72,7 @@ pub struct Zones {
     map: HashMap<u64, WorldZones, BuildHasherDefault<PassThrough>>,
     /// A stored zone covers only states with exactly its budgets left
     /// (subsumption by budget off, to compare).
-    exact_budgets: bool,
+    budgets: BudgetOrder,
     /// Where zones go past the memory limit, if anywhere.
     spill: Option<Arc<Spill>>,
     /// Every world's zones went to disk once; from then on only the worlds
@@ -93,9 +93,9 @@ struct WorldZones {
 impl WorldZones {
     /// Whether one of its zones, in RAM or on disk (in `spill`), stored
     /// with enough budget left, includes `z`.
-    fn covers(&self, spill: Option<&Spill>, z: &Dbm, left: &Budgets, exact: bool) -> bool {
-        self.ram.iter().any(|s| s.covers(z, left, exact))
-            || disk_covers(spill, self.disk, z, left, exact)
+    fn covers(&self, spill: Option<&Spill>, z: &Dbm, left: &Budgets, order: BudgetOrder) -> bool {
+        self.ram.iter().any(|s| s.covers(z, left, order))
+            || disk_covers(spill, self.disk, z, left, order)
     }
 }
 
@@ -143,7 +143,13 @@ const BUDGETS: usize = std::mem::size_of::<Budgets>();
 /// Whether a zone of record `d` (each zone's budgets left, then its
 /// minimal graph's record, `MinZone::put_record`), stored with at least
 /// budgets `left` left, includes `z`.
-fn disk_covers(spill: Option<&Spill>, d: OnDisk, z: &Dbm, left: &Budgets, exact: bool) -> bool {
+fn disk_covers(
+    spill: Option<&Spill>,
+    d: OnDisk,
+    z: &Dbm,
+    left: &Budgets,
+    order: BudgetOrder,
+) -> bool {
     let Some(spill) = spill else {
         return false;
     };
@@ -163,7 +169,7 @@ fn disk_covers(spill: Option<&Spill>, d: OnDisk, z: &Dbm, left: &Budgets, exact:
                     .expect("a record's budgets"),
             );
             let (inside, len) = MinZone::record_includes(&buf[at + BUDGETS..], z);
-            if inside && enough_left(&stored, left, exact) {
+            if inside && order.covers(&stored, left) {
                 return true;
             }
             at += BUDGETS + len;
@@ -209,11 +215,11 @@ struct Stored {
 }
 
 impl Zones {
-    /// An empty passed list; a stored state covers one with less budget
-    /// left when `subsume_budgets`.
-    pub fn new(subsume_budgets: bool) -> Zones {
+    /// An empty passed list; a stored state covers one of the same world
+    /// with the budgets `budgets` allows.
+    pub fn new(budgets: BudgetOrder) -> Zones {
         Zones {
-            exact_budgets: !subsume_budgets,
+            budgets,
             ..Zones::default()
         }
     }
@@ -223,7 +229,7 @@ impl Zones {
     pub fn covers(&self, fp: u64, z: &Dbm, left: &Budgets) -> bool {
         self.map
             .get(&fp)
-            .is_some_and(|w| w.covers(self.spill.as_deref(), z, left, self.exact_budgets))
+            .is_some_and(|w| w.covers(self.spill.as_deref(), z, left, self.budgets))
     }
 
     /// Stores `z` unless it is covered; true if stored.
@@ -338,19 +344,8 @@ impl Kept {
 }
 
 impl Stored {
-    fn covers(&self, z: &Dbm, left: &Budgets, exact_budgets: bool) -> bool {
-        enough_left(&self.left, left, exact_budgets) && self.zone.includes(z)
-    }
-}
-
-/// Whether a zone stored with budgets `stored` left may cover a state with
-/// `left` left: at least as much of every kind (exactly as much when
-/// `exact`, subsumption by budget off).
-fn enough_left(stored: &Budgets, left: &Budgets, exact: bool) -> bool {
-    if exact {
-        stored == left
-    } else {
-        stored.at_least(left)
+    fn covers(&self, z: &Dbm, left: &Budgets, order: BudgetOrder) -> bool {
+        order.covers(&self.left, left) && self.zone.includes(z)
     }
 }
 
@@ -520,14 +515,14 @@ impl Default for Passed {
 
 impl Passed {
     /// A passed list that notes, in each shard, how zones were merged
-    /// when `record`, and lets a state cover one with less budget left
-    /// when `subsume_budgets`.
-    /// The shards' arenas spill to `spill`, if given (`engine::spill`).
-    pub fn new(record: bool, subsume_budgets: bool, spill: Option<Arc<Spill>>) -> Passed {
+    /// when `record`, and lets a state cover another with the budgets
+    /// `budgets` allows. The shards' arenas spill to `spill`, if given
+    /// (`engine::spill`).
+    pub fn new(record: bool, budgets: BudgetOrder, spill: Option<Arc<Spill>>) -> Passed {
         let mut p = Passed::default();
         for s in &mut p.shards {
             s.record = record;
-            s.zones.exact_budgets = !subsume_budgets;
+            s.zones.budgets = budgets;
             s.zones.spill = spill.clone();
             s.arena = Arena::new(spill.clone());
         }
@@ -701,12 +696,7 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         ..
     } = shard;
     let world = zones.map.get_mut(&s.fp)?;
-    if world.covers(
-        zones.spill.as_deref(),
-        &s.zone,
-        &s.left,
-        zones.exact_budgets,
-    ) {
+    if world.covers(zones.spill.as_deref(), &s.zone, &s.left, zones.budgets) {
         return Some(Absorbed::Covered);
     }
     let list = &mut world.ram;
@@ -938,8 +928,12 @@ mod tests {
             limit: 0,
         };
         let spill = Arc::new(Spill::create(&to).unwrap());
-        let mut ram = Zones::new(true);
-        let mut disk = Zones::new(true);
+        let subsume = BudgetOrder {
+            subsume: true,
+            ..BudgetOrder::default()
+        };
+        let mut ram = Zones::new(subsume);
+        let mut disk = Zones::new(subsume);
         disk.spill = Some(spill.clone());
         // Three levels; worlds 1 and 2 gain zones on each, world 3 on the
         // first only, and each level ends by writing its zones out.

@@ -12,7 +12,7 @@ pub const OPENING: u8 = 9;
 /// Starts an acquisition: with the session the client already has (its
 /// heartbeat is running), or by opening one first.
 pub fn begin(x: &mut Ctx, c: u8, first: (Cmd, Phase)) {
-    // A kept session's heartbeat runs unseen (`coord::fold_heartbeat`).
+    // A kept session's heartbeat runs unseen (`coord::heartbeat_folds`).
     let kept = x.w.coord.sessions[c as usize] == Some(Session::Kept);
     if x.w.clients[c as usize].wd.is_some() || kept {
         ask(x, c, first.0, first.1);

@@ -952,9 +952,14 @@ pub enum Session {
     /// Kept alive for good: its heartbeat can no longer be stopped, lost or
     /// held by any fault left, and runs fast enough that the session can
     /// never expire, so its keepalives are no longer steps (a checker
-    /// reduction, `coord::fold_heartbeat`). It ends only when its client
+    /// reduction, `coord::heartbeat_folds`). It ends only when its client
     /// closes it.
     Kept,
+    /// A kept session whose client has cancelled its heartbeat to release
+    /// (`client::cancel_watchdog`): no longer heartbeated, and still sure
+    /// not to expire, since the `Remove` that closes it is on its way and
+    /// no fault left can lose, hold or stop it.
+    Closing,
 }
 
 impl Session {
@@ -962,7 +967,7 @@ impl Session {
     pub fn clock(self) -> Option<Clk> {
         match self {
             Session::Live(c) => Some(c),
-            Session::Kept => None,
+            Session::Kept | Session::Closing => None,
         }
     }
 }
@@ -976,6 +981,7 @@ impl std::hash::Hash for Session {
         match self {
             Session::Live(c) => c.hash(h),
             Session::Kept => u64::MAX.hash(h),
+            Session::Closing => (u64::MAX - 1).hash(h),
         }
     }
 }

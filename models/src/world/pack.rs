@@ -341,7 +341,7 @@ pack_struct!(CoordEntry {
     rev,
     seq,
 });
-pack_enum!(Session { 0 Live(c), 1 Kept });
+pack_enum!(Session { 0 Live(c), 1 Kept, 2 Closing });
 pack_struct!(Coord {
     rev,
     sessions,
