@@ -161,7 +161,7 @@ fn folding_keeps_the_quorum_lost_by_a_restart_on_three_instances() {
 #[test]
 fn subsuming_budgets_keeps_every_verdict_and_shortest_length() {
     use FaultKind::*;
-    use locklab_models::search::{SearchOptions, Stop, search};
+    use locklab_models::search::Stop;
     let mut fewer = 0;
     let mut violated = 0;
     for (p, faults) in [
@@ -186,20 +186,7 @@ fn subsuming_budgets_keeps_every_verdict_and_shortest_length() {
                 p.quorum = 2;
             }
         });
-        let run = |subsume_budgets| {
-            search(
-                &m,
-                &SearchOptions {
-                    subsume_budgets,
-                    invariants: m.properties.clone(),
-                    max_states: Some(2_000_000),
-                    max_depth: None,
-                    symmetry: true,
-                    threads: 0,
-                    spill: None,
-                },
-            )
-        };
+        let run = |subsume| check_budgets(&m, &m.properties, subsume, Some(2_000_000));
         let (on, off) = (run(true), run(false));
         let label = format!("{p} {faults:?}");
         // Both finish: every state explored, or every invariant broken.
@@ -217,12 +204,7 @@ fn subsuming_budgets_keeps_every_verdict_and_shortest_length() {
         );
         fewer += (on.states < off.states) as usize;
         violated += on.violations.len();
-        for (inv, path) in &on.violations {
-            let t = locklab_models::trace::build(&m, path, *inv, "check", None)
-                .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
-            locklab_models::trace::validate(&t)
-                .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
-        }
+        replay_each(&m, &on, &label);
     }
     // The comparison means something only if the reduction bites and
     // violations are compared.
@@ -295,28 +277,12 @@ fn folding_heartbeats_keeps_every_verdict_and_shortest_length() {
         // The fold reads the budgets, so budget subsumption keeps those it
         // reads equal (`faults::BudgetOrder`): the folded search gives the
         // lengths it gives with no subsumption at all.
-        let exact = locklab_models::search::search(
-            &folded,
-            &locklab_models::search::SearchOptions {
-                subsume_budgets: false,
-                invariants: invs.clone(),
-                max_states: None,
-                max_depth: None,
-                symmetry: true,
-                threads: 0,
-                spill: None,
-            },
-        );
+        let exact = check_budgets(&folded, &invs, false, None);
         assert!(exact.exhaustive(), "{label}");
         assert_eq!(lengths(&a), lengths(&exact), "{label}: budget subsumption");
         fewer += (a.states < b.states) as usize;
         violated += a.violations.len();
-        for (inv, path) in &a.violations {
-            let t = locklab_models::trace::build(&folded, path, *inv, "check", None)
-                .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
-            locklab_models::trace::validate(&t)
-                .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
-        }
+        replay_each(&folded, &a, &label);
     }
     assert!(
         fewer >= 15,
@@ -387,4 +353,15 @@ fn a_released_kept_session_is_no_longer_heartbeated() {
         "no_orphan_lock broken in {:?} steps",
         r.violations.values().map(|p| p.len()).collect::<Vec<_>>()
     );
+}
+
+/// Builds every counterexample of `r` into a trace with exact times and
+/// validates it against the model.
+fn replay_each(m: &LockModel, r: &locklab_models::search::SearchResult, label: &str) {
+    for (inv, path) in &r.violations {
+        let t = locklab_models::trace::build(m, path, *inv, "check", None)
+            .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
+        locklab_models::trace::validate(&t)
+            .unwrap_or_else(|e| panic!("{label} {}: {e}", inv.name()));
+    }
 }

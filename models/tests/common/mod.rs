@@ -42,12 +42,23 @@ pub fn every_protocol_with_its_faults(max_faults: u8) -> Vec<(&'static str, Lock
 
 /// Exhaustive search for the given invariants.
 pub fn check(m: &LockModel, invs: &[Invariant]) -> SearchResult {
+    check_budgets(m, invs, true, None)
+}
+
+/// Search for the given invariants, a stored state covering one with less
+/// budget left when `subsume_budgets`, within `max_states` if given.
+pub fn check_budgets(
+    m: &LockModel,
+    invs: &[Invariant],
+    subsume_budgets: bool,
+    max_states: Option<u64>,
+) -> SearchResult {
     search(
         m,
         &SearchOptions {
-            subsume_budgets: true,
+            subsume_budgets,
             invariants: invs.to_vec(),
-            max_states: None,
+            max_states,
             max_depth: None,
             symmetry: true,
             threads: 0,
