@@ -33,7 +33,7 @@ pub struct BenchArgs {
     /// With --peers: stop each tool's run after this many seconds [default: 300]
     #[arg(long, value_name = "SECONDS")]
     pub peer_time_limit: Option<u64>,
-    /// With --peers: locklab's --max-states for each question [default: check's, 500000]
+    /// With --peers: locklab's --max-states for each question [default: check's, 1500000]
     #[arg(long, value_name = "N")]
     pub max_states: Option<u64>,
 }

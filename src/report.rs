@@ -141,6 +141,27 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// What to do about an exhaustive search that stopped at a bound with
+/// invariants still unknown: an unknown is not a pass, and the user should
+/// not have to guess which knob moves it. A swarm is never exhaustive, so
+/// raising its bound is no advice.
+fn next_step_when_incomplete(r: &CheckReport) -> Option<String> {
+    let bound = r.search.bound_hit.as_deref()?;
+    if r.search.strategy.starts_with("swarm") || r.verdicts.iter().all(|v| v.status != "unknown") {
+        return None;
+    }
+    let raise = if bound.starts_with("--max-states") {
+        "raise --max-states (memory grows with it; --memory-limit 2G keeps RAM flat by writing to disk)"
+    } else if bound.starts_with("--max-depth") {
+        "raise --max-depth or drop it"
+    } else {
+        "give the search more time or memory (--time-limit, --max-memory; --memory-limit 2G writes to disk instead of stopping)"
+    };
+    Some(format!(
+        "an unknown is not a pass. To decide it, {raise}, or ask a smaller question: fewer fault kinds (--faults), fewer at once (--max-faults 1), one invariant (--invariants NAME)"
+    ))
+}
+
 /// One sentence that separates what clients believe from what happened to
 /// the resource, for protocols that can keep the resource safe while
 /// beliefs overlap (fencing).
@@ -271,6 +292,10 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
     if let Some(s) = belief_vs_resource(r) {
         let _ = writeln!(out);
         let _ = writeln!(out, "  {s}");
+    }
+    if let Some(s) = next_step_when_incomplete(r) {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "  {yellow}next:{reset} {s}");
     }
     // A swarm's depth-first paths are whatever paths its members took.
     let which = if r.search.strategy.starts_with("swarm") {
