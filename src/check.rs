@@ -239,9 +239,9 @@ pub fn search_under(
 /// kinds explores at most n + 1 times the bound, whatever the number of
 /// kinds. Otherwise eight kinds that each fail to finish alone (Redlock
 /// at its defaults) cost eight full searches: five minutes for one
-/// broken invariant. A set whose search stops at its share is neither
-/// shown safe nor reported, and the sets found are then marked
-/// "minimality not proven".
+/// broken invariant. A set whose search stops at its share without a
+/// counterexample is neither shown safe nor reported, and the sets found
+/// are then marked "minimality not proven".
 fn minimal_fault_sets(
     m: &LockModel,
     inv: Invariant,

@@ -61,15 +61,20 @@ pub struct Place {
     arena: u16,
 }
 
-/// A block decompressed, kept for the next read from it.
+/// The last few blocks decompressed, kept for the next reads from them.
+/// Deduplication reads the states of the level being built out of order
+/// (the one a successor may equal), so one block is not enough.
 #[derive(Debug, Default)]
 pub struct Cache {
-    /// (arena, block) of `bytes`.
-    at: Option<(u16, u32)>,
-    bytes: Vec<u8>,
+    /// (arena, block) and bytes of each block kept, the most recently
+    /// read first; at most [`CACHED_BLOCKS`].
+    kept: Vec<((u16, u32), Vec<u8>)>,
     /// A block read back from disk, still compressed.
     read: Vec<u8>,
 }
+
+/// How many decompressed blocks a [`Cache`] keeps.
+const CACHED_BLOCKS: usize = 4;
 
 impl Arena {
     /// An empty arena that spills its full blocks to `spill`, if given,
@@ -129,25 +134,34 @@ impl Arena {
         let bytes: &[u8] = if b == self.blocks.len() {
             &self.tail
         } else {
-            if cache.at != Some((p.arena, p.block)) {
-                let block: &[u8] = match &self.blocks[b] {
-                    Block::Ram(bytes) => bytes,
-                    Block::Disk { at, len } => {
-                        let spill = self.spill.as_ref().expect("a block on disk has its file");
-                        cache.read.resize(*len as usize, 0);
-                        spill.get(*at, &mut cache.read);
-                        &cache.read
-                    }
-                };
-                let (len, data) = block.split_at(4);
-                let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
-                cache.bytes.resize(len, 0);
-                let n = lz4_flex::block::decompress_into(data, &mut cache.bytes)
-                    .expect("a block this arena compressed decompresses");
-                assert_eq!(n, len, "a block decompresses to its length");
-                cache.at = Some((p.arena, p.block));
+            let key = (p.arena, p.block);
+            match cache.kept.iter().position(|(k, _)| *k == key) {
+                Some(i) => cache.kept[..=i].rotate_right(1),
+                None => {
+                    let block: &[u8] = match &self.blocks[b] {
+                        Block::Ram(bytes) => bytes,
+                        Block::Disk { at, len } => {
+                            let spill = self.spill.as_ref().expect("a block on disk has its file");
+                            cache.read.resize(*len as usize, 0);
+                            spill.get(*at, &mut cache.read);
+                            &cache.read
+                        }
+                    };
+                    let mut bytes = if cache.kept.len() < CACHED_BLOCKS {
+                        Vec::new()
+                    } else {
+                        cache.kept.pop().map(|(_, b)| b).unwrap_or_default()
+                    };
+                    let (len, data) = block.split_at(4);
+                    let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+                    bytes.resize(len, 0);
+                    let n = lz4_flex::block::decompress_into(data, &mut bytes)
+                        .expect("a block this arena compressed decompresses");
+                    assert_eq!(n, len, "a block decompresses to its length");
+                    cache.kept.insert(0, (key, bytes));
+                }
             }
-            &cache.bytes
+            &cache.kept[0].1
         };
         &bytes[p.offset as usize..]
     }
@@ -339,11 +353,24 @@ mod tests {
             ));
         }
         assert!(a.blocks.len() > 2, "the test fills several blocks");
+        assert!(
+            a.blocks.len() > CACHED_BLOCKS + 1,
+            "more blocks than a cache keeps"
+        );
         let mut cache = Cache::default();
         for (p, s) in &places {
             assert_eq!(a.state(*p, &mut cache), *s);
             assert_eq!(a.zone(*p), s.zone);
             assert_eq!(&a.world(*p)[..], &crate::pack::to_bytes(&s.world)[..]);
+        }
+        // Out of order, as deduplication reads: hits on every slot of the
+        // cache, misses that evict the least recently read block, and the
+        // block being filled, all give the state stored there.
+        let n = places.len();
+        for k in 0..3 * n {
+            let (p, s) = &places[(k * 7919 + (k % 5) * 131) % n];
+            assert_eq!(a.state(*p, &mut cache), *s);
+            assert!(cache.kept.len() <= CACHED_BLOCKS);
         }
         let whole: usize = places
             .iter()
