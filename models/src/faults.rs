@@ -143,12 +143,6 @@ impl Budgets {
             self.0[k.index()] = self.0[k.index()].saturating_sub(1);
         }
     }
-    /// Whether every kind has at least as much budget left here as in
-    /// `other`: whatever faults `other` can still strike, this can too
-    /// (and, having spent no more in all, it is no nearer the cap).
-    pub fn at_least(&self, other: &Budgets) -> bool {
-        self.0.iter().zip(&other.0).all(|(a, b)| a >= b)
-    }
     /// Kinds with a non-zero budget.
     pub fn enabled(&self) -> Vec<FaultKind> {
         FaultKind::ALL

@@ -65,19 +65,11 @@ fn heartbeats_lost_and_delayed_expire_a_live_holders_lease() {
 // heartbeats are folded once no fault can disturb them (docs/model.md,
 // "Folded heartbeats"). One search per recipe checks all three.
 fn consensus_tokens_are_monotonic_and_nothing_is_orphaned() {
-    let invs = [TokenMonotonic, NoOrphanLock, Ownership];
     for p in CONSENSUS {
-        let m = model(p, &[Pause, Loss, Crash]);
-        let r = check(&m, &invs);
-        for inv in invs {
-            assert!(
-                !r.violations.contains_key(&inv),
-                "{p}: {} should hold, found a {}-step counterexample",
-                inv.name(),
-                r.violations[&inv].len()
-            );
-        }
-        assert!(r.exhaustive(), "{p}: the search must be exhaustive");
+        holds_each(
+            &model(p, &[Pause, Loss, Crash]),
+            &[TokenMonotonic, NoOrphanLock, Ownership],
+        );
     }
 }
 

@@ -79,18 +79,25 @@ pub fn violated(m: &LockModel, inv: Invariant) -> usize {
 
 /// Asserts `inv` holds and the search was exhaustive.
 pub fn holds(m: &LockModel, inv: Invariant) {
-    let r = check(m, &[inv]);
-    assert!(
-        !r.violations.contains_key(&inv),
-        "{} should hold for {:?}, found a {}-step counterexample",
-        inv.name(),
-        m,
-        r.violations[&inv].len()
-    );
+    holds_each(m, &[inv]);
+}
+
+/// Asserts each of `invs` holds, from one exhaustive search of them all.
+pub fn holds_each(m: &LockModel, invs: &[Invariant]) {
+    let r = check(m, invs);
+    for inv in invs {
+        assert!(
+            !r.violations.contains_key(inv),
+            "{} should hold for {:?}, found a {}-step counterexample",
+            inv.name(),
+            m,
+            r.violations[inv].len()
+        );
+    }
     assert!(
         r.exhaustive(),
-        "the search must be exhaustive to claim {} holds",
-        inv.name()
+        "the search must be exhaustive to claim {} hold",
+        invs.iter().map(|i| i.name()).collect::<Vec<_>>().join(", ")
     );
 }
 
