@@ -172,6 +172,11 @@ pub struct BudgetOrder {
     pub same: u16,
     /// The faults used so far must be equal even so.
     pub same_used: bool,
+    /// Kinds (a bit each) that do the same thing wherever they can strike
+    /// (a Redlock instance's restart and failover: both leave it empty),
+    /// so that only how many of them are left matters: their budgets are
+    /// compared by their sum. Never a kind in `same`.
+    pub pool: u16,
 }
 
 impl BudgetOrder {
@@ -182,21 +187,55 @@ impl BudgetOrder {
     /// reads each budget once: equal budgets always cover; otherwise every
     /// kind needs at least as much left, and the kinds in `same` exactly
     /// as much. With `same_used`, the totals must be equal too, which, with
-    /// at least as much of every kind, means equal budgets.
+    /// at least as much of every kind, means equal budgets. The kinds of
+    /// `pool` count as one kind, their budgets summed: a state with a
+    /// failover left can do whatever one with a restart left can, one step
+    /// for one step, and reaches the same worlds with the same budgets.
     #[inline]
     pub fn covers(&self, stored: &Budgets, left: &Budgets) -> bool {
         if stored == left {
             return true;
         }
-        if !self.subsume || self.same_used {
-            return false;
+        if self.pool == 0 {
+            return self.subsume && !self.same_used && self.at_least(stored, left);
         }
+        let (stored, left) = (self.pooled(stored), self.pooled(left));
+        if !self.subsume || self.same_used {
+            return stored == left;
+        }
+        self.at_least(&stored, &left)
+    }
+
+    /// Every kind has at least as much left in `stored`, the kinds in
+    /// `same` exactly as much.
+    #[inline]
+    fn at_least(&self, stored: &Budgets, left: &Budgets) -> bool {
         stored
             .0
             .iter()
             .zip(&left.0)
             .enumerate()
             .all(|(i, (s, l))| s > l && self.same & (1 << i) == 0 || s == l)
+    }
+
+    /// `b` with the budgets of the pooled kinds summed into the first of
+    /// them and the others zero.
+    fn pooled(&self, b: &Budgets) -> Budgets {
+        let mut out = *b;
+        let mut first: Option<usize> = None;
+        for i in 0..out.0.len() {
+            if self.pool & (1 << i) == 0 {
+                continue;
+            }
+            match first {
+                None => first = Some(i),
+                Some(f) => {
+                    out.0[f] = out.0[f].saturating_add(out.0[i]);
+                    out.0[i] = 0;
+                }
+            }
+        }
+        out
     }
 }
 
@@ -521,5 +560,27 @@ mod tests {
         };
         assert!(!used_read.covers(&more, &less));
         assert!(used_read.covers(&more, &more));
+        // Restart and failover pooled: one left of either covers one left
+        // of the other, and two kinds' worth covers one, not the reverse.
+        let pool = BudgetOrder {
+            pool: 1 << Restart.index() | 1 << Failover.index(),
+            ..subsume
+        };
+        let restart = budgets(&[(Restart, 1), (Pause, 1)]);
+        let failover = budgets(&[(Failover, 1), (Pause, 1)]);
+        let both = budgets(&[(Restart, 1), (Failover, 1)]);
+        let just_failover = budgets(&[(Failover, 1)]);
+        assert!(!subsume.covers(&restart, &failover));
+        assert!(pool.covers(&restart, &failover) && pool.covers(&failover, &restart));
+        assert!(pool.covers(&both, &just_failover) && !pool.covers(&just_failover, &both));
+        // A pause is still a pause.
+        assert!(!pool.covers(&both, &restart));
+        // With the faults used read, the pooled budgets must match.
+        let pool_used = BudgetOrder {
+            same_used: true,
+            ..pool
+        };
+        assert!(pool_used.covers(&restart, &failover));
+        assert!(!pool_used.covers(&both, &just_failover));
     }
 }

@@ -457,6 +457,16 @@ impl LockModel {
             }
             order.same_used = self.params.max_faults.is_some();
         }
+        // A Redlock instance has no replica: its failover is a restart
+        // (`redis::failover`, `lose_everything`), offered where a restart
+        // is, so only how many of the two are left tells states apart.
+        if subsume && self.proto.service() == Service::Instances {
+            let pool = (1 << faults::FaultKind::Restart.index())
+                | (1 << faults::FaultKind::Failover.index());
+            if order.same & pool == 0 {
+                order.pool = pool;
+            }
+        }
         order
     }
 

@@ -173,6 +173,9 @@ fn subsuming_budgets_keeps_every_verdict_and_shortest_length() {
         ("replicated", vec![Failover, Pause]),
         ("fencing-redis", vec![Pause, Failover]),
         ("redlock", vec![Pause, Restart, ClockJump]),
+        // Restart and failover of an instance pooled (one empties it as
+        // the other does).
+        ("redlock", vec![Restart, Failover, Pause]),
         ("fencing", vec![Crash, Pause]),
         ("zookeeper", vec![Crash, Loss]),
         ("etcd", vec![Crash, Pause]),

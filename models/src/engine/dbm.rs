@@ -68,6 +68,14 @@ impl Bound {
         Bound::new(c, true)
     }
 
+    /// The bound squeezed into 32 bits, keeping its order: `a ≤ b`
+    /// implies `a.squeezed() ≤ b.squeezed()` (bounds past about 17
+    /// minutes, and `∞`, saturate). For cheap necessary conditions.
+    #[inline]
+    pub fn squeezed(self) -> i32 {
+        self.0.clamp(i32::MIN as i64, i32::MAX as i64) as i32
+    }
+
     /// Whether this is `∞`.
     pub fn is_inf(self) -> bool {
         self == Bound::INF

@@ -94,7 +94,10 @@ impl WorldZones {
     /// Whether one of its zones, in RAM or on disk (in `spill`), stored
     /// with enough budget left, includes `z`.
     fn covers(&self, spill: Option<&Spill>, z: &Dbm, left: &Budgets, order: BudgetOrder) -> bool {
-        self.ram.iter().any(|s| s.covers(z, left, order))
+        let hint = Hint::of(z);
+        self.ram
+            .iter()
+            .any(|s| hint.may_lie_in(&s.hint) && s.covers(z, left, order))
             || disk_covers(spill, self.disk, z, left, order)
     }
 }
@@ -203,11 +206,48 @@ fn write_out(spill: &Spill, w: &mut WorldZones) {
     }
 }
 
+/// Clocks whose bounds a [`Hint`] keeps.
+const HINT_CLOCKS: usize = 4;
+
+/// The upper and lower bounds of a zone's first [`HINT_CLOCKS`] clocks,
+/// squeezed into 32 bits each (`Bound::squeezed`, which keeps their
+/// order), kept beside a stored zone. A zone included in another has no
+/// looser bounds, so a stored zone whose hint is tighter than a
+/// successor's anywhere cannot include it: most of a world's zones are
+/// ruled out here, without following the pointer to their constraint
+/// graph (zones of one world differ mostly in their clocks' bounds; the
+/// inclusion test took a third of a 3-client `fencing` profile).
+#[derive(Clone, Copy)]
+struct Hint([i32; 2 * HINT_CLOCKS]);
+
+impl Hint {
+    fn of(z: &Dbm) -> Hint {
+        let mut h = [i32::MAX; 2 * HINT_CLOCKS];
+        if z.is_empty() {
+            // The empty zone is included in every zone.
+            return Hint([i32::MIN; 2 * HINT_CLOCKS]);
+        }
+        for k in 0..HINT_CLOCKS.min(z.dim().saturating_sub(1)) {
+            h[2 * k] = z.bound(k + 1, 0).squeezed();
+            h[2 * k + 1] = z.bound(0, k + 1).squeezed();
+        }
+        Hint(h)
+    }
+
+    /// Whether a zone with this hint may lie inside one with `outer`'s.
+    #[inline]
+    fn may_lie_in(&self, outer: &Hint) -> bool {
+        self.0.iter().zip(&outer.0).all(|(a, b)| a <= b)
+    }
+}
+
 /// A stored zone (in the canonical layout of its world), the budgets left
 /// with it, the level it was reached on and its index among its shard's
 /// states of that level.
 struct Stored {
     zone: Kept,
+    /// `zone`'s [`Hint`].
+    hint: Hint,
     left: Budgets,
     /// (A level is at most the number of states, which ids keep in 32 bits.)
     level: u32,
@@ -241,6 +281,7 @@ impl Zones {
         push_small(
             &mut self.map.entry(fp).or_default().ram,
             Stored {
+                hint: Hint::of(&zone),
                 zone: Kept::Full(zone),
                 left,
                 level: level as u32,
@@ -254,12 +295,20 @@ impl Zones {
     /// before), as its minimal graph: inclusion is all that is asked of it
     /// until a merge grows it (which keeps the merged zone whole until the
     /// level's end, [`merge_level`]).
-    fn insert_min(&mut self, fp: u64, zone: MinZone, left: Budgets, level: u64, at: u32) {
+    fn insert_min(
+        &mut self,
+        fp: u64,
+        (zone, hint): (MinZone, Hint),
+        left: Budgets,
+        level: u64,
+        at: u32,
+    ) {
         self.touch(fp);
         push_small(
             &mut self.map.entry(fp).or_default().ram,
             Stored {
                 zone: Kept::Min(zone),
+                hint,
                 left,
                 level: level as u32,
                 at,
@@ -594,7 +643,9 @@ impl Shard {
                     None => canonical.clone(),
                     Some(real) => real.minimal(),
                 };
-                self.zones.insert_min(a.fp, canonical, left, level, at);
+                let hint = Hint::of(&a.zone);
+                self.zones
+                    .insert_min(a.fp, (canonical, hint), left, level, at);
                 self.fps.push(a.fp);
                 real
             } else {
@@ -746,7 +797,9 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         world: crate::pack::from_bytes::<World>(&s.packed),
         zone,
     };
-    list[i].zone = Kept::Full(canon.canonical(&merged).1);
+    let grown = canon.canonical(&merged).1;
+    list[i].hint = Hint::of(&grown);
+    list[i].zone = Kept::Full(grown);
     next[at].grow(merged.zone);
     Some(Absorbed::Into(at as u32))
 }
@@ -883,7 +936,9 @@ fn merge_world(
             .expect("a group of two or more");
         let at = list[keep].at as usize;
         next[at].grow(hull);
-        list[keep].zone = Kept::Full(canon.canonical(&next[at].state(arena)).1);
+        let grown = canon.canonical(&next[at].state(arena)).1;
+        list[keep].hint = Hint::of(&grown);
+        list[keep].zone = Kept::Full(grown);
         for &i in g.iter().filter(|&&i| i != keep) {
             dead[list[i].at as usize] = true;
             if record {
@@ -917,6 +972,48 @@ mod tests {
         let mut b = Budgets::none();
         b.set(FaultKind::Pause, pauses);
         b
+    }
+
+    /// A hint never rules out a zone that includes another, and rules out
+    /// most that do not: zones over five clocks (one past the hint's),
+    /// with lower and upper bounds, a diagonal and strictness, pairwise.
+    #[test]
+    fn a_hint_rules_out_only_zones_that_do_not_include() {
+        let mut zones = vec![Dbm::empty(6)];
+        for lo in [0, 2] {
+            for hi in [3, 5, 9] {
+                for diag in [None, Some(1)] {
+                    for strict in [false, true] {
+                        for last in [4, 8] {
+                            let mut d = Dbm::universe(6);
+                            d.constrain(0, 1, Bound::new(-lo, false));
+                            d.constrain(1, 0, Bound::new(hi, strict));
+                            d.constrain(2, 0, Bound::new(hi + 1, false));
+                            if let Some(c) = diag {
+                                d.constrain(3, 4, Bound::new(c, false));
+                            }
+                            d.constrain(5, 0, Bound::new(last, false));
+                            zones.push(d);
+                        }
+                    }
+                }
+            }
+        }
+        let (mut ruled_out, mut not_in) = (0, 0);
+        for outer in &zones {
+            for inner in &zones {
+                let may = Hint::of(inner).may_lie_in(&Hint::of(outer));
+                if outer.includes(inner) {
+                    assert!(may, "a hint ruled out a zone that includes");
+                } else {
+                    not_in += 1;
+                    ruled_out += !may as usize;
+                }
+            }
+        }
+        // The fifth clock and the diagonal are beyond the hint.
+        assert!(ruled_out * 2 > not_in, "{ruled_out} of {not_in} ruled out");
+        assert!(ruled_out < not_in, "{ruled_out} of {not_in} ruled out");
     }
 
     /// Zones written to disk, in one record per world rewritten as the
