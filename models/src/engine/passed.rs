@@ -206,30 +206,39 @@ fn write_out(spill: &Spill, w: &mut WorldZones) {
     }
 }
 
-/// Clocks whose bounds a [`Hint`] keeps.
-const HINT_CLOCKS: usize = 4;
-
-/// The upper and lower bounds of a zone's first [`HINT_CLOCKS`] clocks,
-/// squeezed into 32 bits each (`Bound::squeezed`, which keeps their
-/// order), kept beside a stored zone. A zone included in another has no
-/// looser bounds, so a stored zone whose hint is tighter than a
-/// successor's anywhere cannot include it: most of a world's zones are
-/// ruled out here, without following the pointer to their constraint
-/// graph (zones of one world differ mostly in their clocks' bounds; the
-/// inclusion test took a third of a 3-client `fencing` profile).
+/// Four sums of a zone's bounds, each squeezed into 32 bits first
+/// (`Bound::squeezed`, which keeps their order), kept beside a stored
+/// zone: of its clocks' upper bounds, of their lower bounds, and of the
+/// differences `x_i − x_j` above and below the diagonal. A zone included
+/// in another has no looser bound anywhere, so no larger sum: a stored
+/// zone with a smaller sum than a successor's anywhere cannot include it,
+/// and is ruled out here without following the pointer to its constraint
+/// graph (the inclusion test took a third of a 3-client `fencing`
+/// profile). Sums, not a few clocks' bounds: zones of one world may
+/// differ in any entry (a hint of the first clocks' bounds let 95 % of a
+/// Redlock world's zones through).
 #[derive(Clone, Copy)]
-struct Hint([i32; 2 * HINT_CLOCKS]);
+struct Hint([i64; 4]);
 
 impl Hint {
     fn of(z: &Dbm) -> Hint {
-        let mut h = [i32::MAX; 2 * HINT_CLOCKS];
         if z.is_empty() {
             // The empty zone is included in every zone.
-            return Hint([i32::MIN; 2 * HINT_CLOCKS]);
+            return Hint([i64::MIN; 4]);
         }
-        for k in 0..HINT_CLOCKS.min(z.dim().saturating_sub(1)) {
-            h[2 * k] = z.bound(k + 1, 0).squeezed();
-            h[2 * k + 1] = z.bound(0, k + 1).squeezed();
+        let mut h = [0i64; 4];
+        let n = z.dim();
+        for i in 0..n {
+            for j in 0..n {
+                let group = match (i, j) {
+                    _ if i == j => continue,
+                    (_, 0) => 0,
+                    (0, _) => 1,
+                    _ if i < j => 2,
+                    _ => 3,
+                };
+                h[group] += i64::from(z.bound(i, j).squeezed());
+            }
         }
         Hint(h)
     }
@@ -975,8 +984,8 @@ mod tests {
     }
 
     /// A hint never rules out a zone that includes another, and rules out
-    /// most that do not: zones over five clocks (one past the hint's),
-    /// with lower and upper bounds, a diagonal and strictness, pairwise.
+    /// most that do not: zones over five clocks, with lower and upper
+    /// bounds, a diagonal and strictness, pairwise.
     #[test]
     fn a_hint_rules_out_only_zones_that_do_not_include() {
         let mut zones = vec![Dbm::empty(6)];
@@ -1011,7 +1020,7 @@ mod tests {
                 }
             }
         }
-        // The fifth clock and the diagonal are beyond the hint.
+        // Sums cannot tell every pair apart.
         assert!(ruled_out * 2 > not_in, "{ruled_out} of {not_in} ruled out");
         assert!(ruled_out < not_in, "{ruled_out} of {not_in} ruled out");
     }
