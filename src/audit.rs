@@ -949,6 +949,7 @@ pub fn markdown(a: &AuditReport, pictures: bool) -> String {
                 })
                 .collect::<Vec<_>>()
                 .join(", ")
+                + v.fault_sets_caveat()
         });
         let _ = writeln!(
             o,

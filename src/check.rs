@@ -240,18 +240,20 @@ pub fn search_under(
 /// kinds. Otherwise eight kinds that each fail to finish alone (Redlock
 /// at its defaults) cost eight full searches: five minutes for one
 /// broken invariant. A set whose search stops at its share without a
-/// counterexample is neither shown safe nor reported, and the sets found
-/// are then marked "minimality not proven".
+/// counterexample is neither shown safe nor reported: the sets found are
+/// then marked "minimality not proven" when it was smaller than they are,
+/// and "other sets of this size not ruled out" when it was as large.
 fn minimal_fault_sets(
     m: &LockModel,
     inv: Invariant,
     used: &[FaultKind],
     base: &SearchOptions,
-) -> (Vec<Vec<FaultKind>>, bool) {
+) -> FaultSets {
     let on = m.params.faults.enabled();
-    let mut proven = true;
+    let mut minimal = true;
     for size in 0..=used.len() {
         let mut found = Vec::new();
+        let mut all_found = true;
         let sets = subsets(&on, size);
         let share = SearchOptions {
             max_states: base
@@ -264,14 +266,36 @@ fn minimal_fault_sets(
             if r.violations.contains_key(&inv) {
                 found.push(set);
             } else if !r.exhaustive() {
-                proven = false;
+                all_found = false;
             }
         }
         if !found.is_empty() {
-            return (found, proven);
+            return FaultSets {
+                sets: found,
+                minimal,
+                all_found,
+            };
         }
+        // A set of this size that was not decided may break it: a larger
+        // set found later is then not known to be smallest.
+        minimal &= all_found;
     }
-    (vec![used.to_vec()], proven)
+    FaultSets {
+        sets: vec![used.to_vec()],
+        minimal,
+        all_found: minimal,
+    }
+}
+
+/// What [`minimal_fault_sets`] found.
+struct FaultSets {
+    /// The smallest sets found to break the invariant.
+    sets: Vec<Vec<FaultKind>>,
+    /// Every smaller set was searched to the end and does not break it.
+    minimal: bool,
+    /// Every other set of the same size was searched to the end and does
+    /// not break it: the list is complete.
+    all_found: bool,
 }
 
 /// Why `inv` was never put to the test in an exhaustive search that found
@@ -430,6 +454,7 @@ pub fn report_with(
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
+                fault_sets_all_found: false,
                 note: why,
             });
             continue;
@@ -464,8 +489,8 @@ pub fn report_with(
                     .iter()
                     .filter_map(|n| FaultKind::from_name(n))
                     .collect();
-                let (sets, proven) = if !analyse {
-                    (None, false)
+                let (sets, proven, all_found) = if !analyse {
+                    (None, false, false)
                 } else {
                     if let Some(w) = watch {
                         w.phase(format!(
@@ -473,8 +498,8 @@ pub fn report_with(
                             inv.name()
                         ));
                     }
-                    let (s, p) = minimal_fault_sets(m, inv, &used, opts);
-                    (Some(s), p)
+                    let f = minimal_fault_sets(m, inv, &used, opts);
+                    (Some(f.sets), f.minimal, f.all_found)
                 };
                 verdicts.push(Verdict {
                     invariant: inv.name().into(),
@@ -488,6 +513,7 @@ pub fn report_with(
                             .collect()
                     }),
                     fault_sets_proven_minimal: proven,
+                    fault_sets_all_found: all_found,
                     note: t.violation.clone(),
                 });
                 traces.push(t);
@@ -515,6 +541,7 @@ pub fn report_with(
                     faults_used: vec![],
                     minimal_fault_sets: None,
                     fault_sets_proven_minimal: false,
+                fault_sets_all_found: false,
                     note,
                 })
             }
@@ -526,6 +553,7 @@ pub fn report_with(
                 faults_used: vec![],
                 minimal_fault_sets: None,
                 fault_sets_proven_minimal: false,
+                fault_sets_all_found: false,
                 note: match swarm {
                     None => format!(
                         "search incomplete: no counterexample of {} steps or fewer; stopped at {} after {} states",

@@ -272,11 +272,7 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
                 }
                 Some(sets) => {
                     let alts: Vec<String> = sets.iter().map(|s| s.join("+")).collect();
-                    let qual = if v.fault_sets_proven_minimal {
-                        ""
-                    } else {
-                        " (minimality not proven)"
-                    };
+                    let qual = v.fault_sets_caveat();
                     format!("smallest fault sets: {}{qual}; ", alts.join(" | "))
                 }
                 None if v.faults_used.is_empty() => "uses no fault; ".to_string(),

@@ -2155,10 +2155,13 @@ fn a_fault_set_search_stopped_at_its_share_of_the_bound_proves_nothing() {
     };
     // The main search breaks it in 394 states. Of the two single kinds'
     // searches, which share 500, the one with delay alone needs 312 states
-    // to show that delay cannot break it: it stops at 250.
+    // to show that delay cannot break it: it stops at 250. The search with
+    // no fault finished (it holds), so pause is a smallest set; whether
+    // delay alone is one too is not known.
     let tight = line(&run("500"));
     assert!(
-        tight.contains("smallest fault sets: pause") && tight.contains("(minimality not proven)"),
+        tight.contains("smallest fault sets: pause (other sets of this size not ruled out)")
+            && !tight.contains("minimality"),
         "{tight}"
     );
     let ample = line(&run("10000"));

@@ -322,7 +322,32 @@ pub struct Verdict {
     /// True when every smaller set was searched exhaustively and shown not
     /// to break the invariant.
     pub fault_sets_proven_minimal: bool,
+    /// True when every other set of the same size was searched
+    /// exhaustively too, so that `minimal_fault_sets` names every smallest
+    /// set. Absent in reports written before it existed, which set
+    /// `fault_sets_proven_minimal` only when every set up to that size was
+    /// decided: true.
+    #[serde(default = "all_found_before")]
+    pub fault_sets_all_found: bool,
     pub note: String,
+}
+
+fn all_found_before() -> bool {
+    true
+}
+
+impl Verdict {
+    /// What its smallest fault sets are not known to be, as a suffix for
+    /// the list: nothing when they are proven smallest and complete.
+    pub fn fault_sets_caveat(&self) -> &'static str {
+        if !self.fault_sets_proven_minimal {
+            " (minimality not proven)"
+        } else if !self.fault_sets_all_found {
+            " (other sets of this size not ruled out)"
+        } else {
+            ""
+        }
+    }
 }
 
 /// Either kind of file `locklab` writes and reads.
