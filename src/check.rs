@@ -541,7 +541,7 @@ pub fn report_with(
                     faults_used: vec![],
                     minimal_fault_sets: None,
                     fault_sets_proven_minimal: false,
-                fault_sets_all_found: false,
+                    fault_sets_all_found: false,
                     note,
                 })
             }

@@ -324,28 +324,48 @@ fn children(pid: u32) -> Vec<u32> {
 /// Starts a long replay of `file` and waits until its server process
 /// (`comm`) is up; returns the replay and the server's PID.
 fn start_long_replay(file: &Path, comm: &str, extra: &[&str]) -> (std::process::Child, u32) {
+    try_start_long_replay(file, comm, extra).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`start_long_replay`], or why its server did not start: the replay
+/// ended first (with what it printed), or 60 s went by (a loaded machine
+/// can take a while to start a JVM or etcd).
+fn try_start_long_replay(
+    file: &Path,
+    comm: &str,
+    extra: &[&str],
+) -> Result<(std::process::Child, u32), String> {
     // In real time: the replay is still running when the signal comes.
     let mut args = vec!["replay", file.to_str().unwrap(), "--speed", "1"];
     args.extend_from_slice(extra);
-    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locklab"))
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let server = loop {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
         let found = children(pid).into_iter().find(|k| {
             std::fs::read_to_string(format!("/proc/{k}/comm")).is_ok_and(|c| c.trim() == comm)
         });
         if let Some(s) = found {
-            break s;
+            return Ok((child, s));
         }
-        assert!(Instant::now() < deadline, "the {comm} server never started");
+        if let Ok(Some(status)) = child.try_wait() {
+            let o = child.wait_with_output().unwrap();
+            return Err(format!(
+                "the replay ended ({status}) before its {comm} server started: {}",
+                text(&o.stderr)
+            ));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            return Err(format!("the {comm} server never started"));
+        }
         std::thread::sleep(Duration::from_millis(20));
-    };
-    (child, server)
+    }
 }
 
 fn wait_gone(pid: u32) {
@@ -456,12 +476,22 @@ fn two_replays_on_one_base_port_never_share_a_server() {
             "mutual_exclusion",
         ],
     );
-    let base = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    }
-    .to_string();
-    let (first, server) = start_long_replay(&f, "etcd", &["--base-port", &base]);
+    // A free port from the kernel; the replay also takes the ports above
+    // it, and one of those may be taken by something else: then the first
+    // run itself refuses, and another base is tried.
+    let mut tries = Vec::new();
+    let (base, (first, server)) = loop {
+        let base = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        }
+        .to_string();
+        match try_start_long_replay(&f, "etcd", &["--base-port", &base]) {
+            Ok(started) => break (base, started),
+            Err(e) if tries.len() < 2 && e.contains("is in use") => tries.push(e),
+            Err(e) => panic!("{e} (earlier tries: {tries:?})"),
+        }
+    };
     // Once the first run's etcd listens, a second run on the same ports
     // must refuse, not attach.
     let deadline = Instant::now() + Duration::from_secs(10);
