@@ -196,9 +196,6 @@ impl BudgetOrder {
         if stored == left {
             return true;
         }
-        if self.pool == 0 {
-            return self.subsume && !self.same_used && self.at_least(stored, left);
-        }
         let (stored, left) = (self.pooled(stored), self.pooled(left));
         if !self.subsume || self.same_used {
             return stored == left;
@@ -220,8 +217,12 @@ impl BudgetOrder {
 
     /// `b` with the budgets of the pooled kinds summed into the first of
     /// them and the others zero.
+    #[inline]
     fn pooled(&self, b: &Budgets) -> Budgets {
         let mut out = *b;
+        if self.pool == 0 {
+            return out;
+        }
         let mut first: Option<usize> = None;
         for i in 0..out.0.len() {
             if self.pool & (1 << i) == 0 {

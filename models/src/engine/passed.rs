@@ -94,7 +94,17 @@ impl WorldZones {
     /// Whether one of its zones, in RAM or on disk (in `spill`), stored
     /// with enough budget left, includes `z`.
     fn covers(&self, spill: Option<&Spill>, z: &Dbm, left: &Budgets, order: BudgetOrder) -> bool {
-        let hint = Hint::of(z);
+        self.covers_hinted(spill, (z, &Hint::of(z)), left, order)
+    }
+
+    /// [`WorldZones::covers`], given `z`'s hint.
+    fn covers_hinted(
+        &self,
+        spill: Option<&Spill>,
+        (z, hint): (&Dbm, &Hint),
+        left: &Budgets,
+        order: BudgetOrder,
+    ) -> bool {
         self.ram
             .iter()
             .any(|s| hint.may_lie_in(&s.hint) && s.covers(z, left, order))
@@ -283,14 +293,20 @@ impl Zones {
 
     /// Stores `z` unless it is covered; true if stored.
     pub fn insert(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) -> bool {
-        if self.covers(fp, &zone, &left) {
+        let hint = Hint::of(&zone);
+        let spill = self.spill.as_deref();
+        if self
+            .map
+            .get(&fp)
+            .is_some_and(|w| w.covers_hinted(spill, (&zone, &hint), &left, self.budgets))
+        {
             return false;
         }
         self.touch(fp);
         push_small(
             &mut self.map.entry(fp).or_default().ram,
             Stored {
-                hint: Hint::of(&zone),
+                hint,
                 zone: Kept::Full(zone),
                 left,
                 level: level as u32,
