@@ -90,7 +90,8 @@ pub struct CheckArgs {
     /// levels, parent links and the zones of finished levels to a file in --spill-dir
     /// instead of RAM. Unlike --max-memory the search goes on, slower, to the same
     /// result (raise --max-states to let it); the level being built and an index of
-    /// the worlds stay in RAM
+    /// the worlds stay in RAM, so a wide search can still pass SIZE (the summary says
+    /// when it did; add --max-memory to stop there)
     #[arg(long, value_name = "SIZE", help_heading = "Search")]
     pub memory_limit: Option<String>,
     /// Where --memory-limit writes [default: the system's temporary directory]. The
@@ -589,6 +590,7 @@ pub fn report_with(
             peak_memory_bytes: locklab_models::search::peak_memory_bytes(),
             max_accepted_writes: result.max_accepted_writes as u64,
             spilled_bytes: opts.spill.is_some().then_some(result.spilled),
+            memory_limit_bytes: opts.spill.as_ref().map(|s| s.limit),
         },
         verdicts,
         traces,

@@ -410,6 +410,12 @@ fn swarm_report(parts: &[&CheckReport], sw: SwarmPlan) -> CheckReport {
         .iter()
         .filter_map(|p| p.search.spilled_bytes)
         .reduce(|a, b| a + b);
+    // With the largest peak and the largest limit, a peak above the limit
+    // is one above some shard's own.
+    s.memory_limit_bytes = parts
+        .iter()
+        .filter_map(|p| p.search.memory_limit_bytes)
+        .max();
     s.max_accepted_writes = parts
         .iter()
         .map(|p| p.search.max_accepted_writes)

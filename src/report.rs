@@ -241,6 +241,18 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
             "  spilled: {:.1} MiB of levels, parent links and passed zones written to disk (--memory-limit)",
             b as f64 / (1u64 << 20) as f64
         );
+        // What cannot go to disk still grows: say so rather than let the
+        // limit read as a bound on RAM.
+        if let (Some(peak), Some(limit)) = (s.peak_memory_bytes, s.memory_limit_bytes)
+            && peak > limit
+        {
+            let _ = writeln!(
+                out,
+                "  memory: resident memory peaked at {}, above --memory-limit {}: the level being built and the index of the worlds stay in RAM (--max-memory stops a search at a size)",
+                mib(peak),
+                mib(limit)
+            );
+        }
     }
     let _ = writeln!(out);
     let w_inv = r
@@ -321,4 +333,14 @@ pub fn render(r: &CheckReport, traces: Option<Format>, color: bool) -> String {
         );
     }
     out
+}
+
+/// Bytes as whole MiB (KiB below one MiB, as a limit of `1K` is), for a
+/// summary or progress line.
+pub fn mib(bytes: u64) -> String {
+    if bytes < 1 << 20 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{} MiB", thousands(bytes >> 20))
+    }
 }

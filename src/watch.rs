@@ -7,7 +7,7 @@
 //! wrap up in time) the process ends from here, after printing what is
 //! finished and how far the search had got.
 
-use crate::report::thousands;
+use crate::report::{mib, thousands};
 use crate::util::{EXIT_INCOMPLETE, Failure};
 use locklab_models::search::Progress;
 use std::io::{IsTerminal, Write};
@@ -204,10 +204,6 @@ impl Drop for Watch {
     }
 }
 
-fn mb(bytes: u64) -> String {
-    format!("{} MiB", bytes >> 20)
-}
-
 /// " (120,000 states, depth 9)" while a search runs, else empty.
 fn search_text(p: &Progress) -> String {
     match p.states() {
@@ -256,10 +252,10 @@ fn watch(
                 EXIT_INCOMPLETE,
                 format!(
                     "incomplete: resident memory {} passed the limit ({})",
-                    mb(now),
-                    mb(max)
+                    mib(now),
+                    mib(max)
                 ),
-                format!("the memory limit ({})", mb(max)),
+                format!("the memory limit ({})", mib(max)),
             ))
         } else {
             None
@@ -336,7 +332,7 @@ fn watch(
                 s.phase,
                 search_text(progress),
                 elapsed.as_secs_f64(),
-                rss.map(mb).unwrap_or_default()
+                rss.map(mib).unwrap_or_default()
             )
             .chars()
             .take(79)

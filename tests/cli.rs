@@ -1016,10 +1016,20 @@ fn a_search_spilled_to_disk_reports_the_same_verdicts() {
         line.contains("MiB of levels, parent links and passed zones written to disk"),
         "{line}"
     );
+    // The process is past a limit of 1 KiB from the start: the summary
+    // says that resident memory went above it.
+    assert!(
+        spilled
+            .lines()
+            .any(|l| l.starts_with("  memory: resident memory peaked at ")
+                && l.contains("above --memory-limit 1 KiB")),
+        "no memory line: {spilled}"
+    );
+    assert!(!ram.contains("  memory: "), "{ram}");
     // Everything else is the same, the time aside.
     let strip = |t: &str| {
         t.lines()
-            .filter(|l| !l.contains("spilled: "))
+            .filter(|l| !l.contains("spilled: ") && !l.starts_with("  memory: "))
             .map(|l| {
                 l.split(", ")
                     .filter(|p| !p.ends_with(" s"))

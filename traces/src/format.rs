@@ -299,6 +299,10 @@ pub struct SearchSummary {
     /// (`check --memory-limit`); absent when it was not asked to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spilled_bytes: Option<u64>,
+    /// The resident memory past which the search wrote to disk (`check
+    /// --memory-limit`); absent when it was not asked to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

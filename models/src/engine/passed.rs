@@ -649,7 +649,9 @@ impl Shard {
             let at = self.next.len() as u32;
             let left = a.left;
             let real = if merge {
-                match absorb(canon, self, &a, level) {
+                // One hint for the inclusion test and the stored entry.
+                let hint = Hint::of(&a.zone);
+                match absorb(canon, self, (&a, &hint), level) {
                     Some(Absorbed::Covered) => continue,
                     Some(Absorbed::Into(at)) => {
                         if self.record {
@@ -668,7 +670,6 @@ impl Shard {
                     None => canonical.clone(),
                     Some(real) => real.minimal(),
                 };
-                let hint = Hint::of(&a.zone);
                 self.zones
                     .insert_min(a.fp, (canonical, hint), left, level, at);
                 self.fps.push(a.fp);
@@ -760,7 +761,12 @@ fn trim(next: &mut [Pending], recent: &mut VecDeque<u32>) {
 /// instances, two clients' moves) end in one world with zones that differ
 /// only in the order of the clocks those steps reset; together they cover
 /// both orders, so they merge. Returns how `s` was absorbed, if it was.
-fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<Absorbed> {
+fn absorb(
+    canon: &Canon,
+    shard: &mut Shard,
+    (s, hint): (&Arrival, &Hint),
+    level: u64,
+) -> Option<Absorbed> {
     let Shard {
         zones,
         next,
@@ -772,7 +778,12 @@ fn absorb(canon: &Canon, shard: &mut Shard, s: &Arrival, level: u64) -> Option<A
         ..
     } = shard;
     let world = zones.map.get_mut(&s.fp)?;
-    if world.covers(zones.spill.as_deref(), &s.zone, &s.left, zones.budgets) {
+    if world.covers_hinted(
+        zones.spill.as_deref(),
+        (&s.zone, hint),
+        &s.left,
+        zones.budgets,
+    ) {
         return Some(Absorbed::Covered);
     }
     let list = &mut world.ram;
