@@ -969,6 +969,14 @@ fn a_time_limit_stops_check_incomplete() {
         out.contains("unknown  search incomplete: no counterexample of"),
         "{out}"
     );
+    // What to do next names a question that reaches deeper: one kind of
+    // the eight at a time.
+    assert!(
+        out.contains(
+            "a smaller question: one fault kind at a time (--faults clock-jump, and so on)"
+        ),
+        "{out}"
+    );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(6),
         "the search ran on"
