@@ -392,10 +392,12 @@ fn push_small(v: &mut Vec<Stored>, s: Stored) {
     v.push(s);
 }
 
-/// How a stored zone is kept. A zone of the level being built may still
-/// grow by merging; once its level is done, only inclusion is ever asked
-/// of it, and its minimal constraint graph answers that in a fraction of
-/// the memory (`Dbm::minimal`).
+/// How a stored zone is kept. Only inclusion is ever asked of it, and its
+/// minimal constraint graph answers that in a fraction of the memory
+/// (`Dbm::minimal`): the merged search stores graphs from the start, a
+/// zone a merge grew included. A zone stored whole (the unmerged search,
+/// a chunk's own deduplication, whose zones live briefly) becomes a graph
+/// at its level's end ([`Kept::seal`]).
 enum Kept {
     Full(Dbm),
     Min(MinZone),
@@ -835,7 +837,10 @@ fn absorb(
     };
     let grown = canon.canonical(&merged).1;
     list[i].hint = Hint::of(&grown);
-    list[i].zone = Kept::Full(grown);
+    // Only inclusion is asked of a stored zone (merging reads the state's
+    // own zone, `next[at]`): its minimal graph answers that in a fraction
+    // of the memory.
+    list[i].zone = Kept::Min(grown.minimal());
     next[at].grow(merged.zone);
     Some(Absorbed::Into(at as u32))
 }
@@ -974,7 +979,7 @@ fn merge_world(
         next[at].grow(hull);
         let grown = canon.canonical(&next[at].state(arena)).1;
         list[keep].hint = Hint::of(&grown);
-        list[keep].zone = Kept::Full(grown);
+        list[keep].zone = Kept::Min(grown.minimal());
         for &i in g.iter().filter(|&&i| i != keep) {
             dead[list[i].at as usize] = true;
             if record {
