@@ -92,13 +92,8 @@ struct WorldZones {
 
 impl WorldZones {
     /// Whether one of its zones, in RAM or on disk (in `spill`), stored
-    /// with enough budget left, includes `z`.
-    fn covers(&self, spill: Option<&Spill>, z: &Dbm, left: &Budgets, order: BudgetOrder) -> bool {
-        self.covers_hinted(spill, (z, &Hint::of(z)), left, order)
-    }
-
-    /// [`WorldZones::covers`], given `z`'s hint.
-    fn covers_hinted(
+    /// with enough budget left, includes `z` (whose [`Hint`] is `hint`).
+    fn covers(
         &self,
         spill: Option<&Spill>,
         (z, hint): (&Dbm, &Hint),
@@ -286,6 +281,11 @@ impl Zones {
     /// Whether a stored zone of world `fp`, with at least budgets `left`
     /// left, includes `z`.
     pub fn covers(&self, fp: u64, z: &Dbm, left: &Budgets) -> bool {
+        self.covers_hinted(fp, (z, &Hint::of(z)), left)
+    }
+
+    /// [`Zones::covers`], given `z`'s hint.
+    fn covers_hinted(&self, fp: u64, z: (&Dbm, &Hint), left: &Budgets) -> bool {
         self.map
             .get(&fp)
             .is_some_and(|w| w.covers(self.spill.as_deref(), z, left, self.budgets))
@@ -294,12 +294,7 @@ impl Zones {
     /// Stores `z` unless it is covered; true if stored.
     pub fn insert(&mut self, fp: u64, zone: Dbm, left: Budgets, level: u64, at: u32) -> bool {
         let hint = Hint::of(&zone);
-        let spill = self.spill.as_deref();
-        if self
-            .map
-            .get(&fp)
-            .is_some_and(|w| w.covers_hinted(spill, (&zone, &hint), &left, self.budgets))
-        {
+        if self.covers_hinted(fp, (&zone, &hint), &left) {
             return false;
         }
         self.touch(fp);
@@ -780,7 +775,7 @@ fn absorb(
         ..
     } = shard;
     let world = zones.map.get_mut(&s.fp)?;
-    if world.covers_hinted(
+    if world.covers(
         zones.spill.as_deref(),
         (&s.zone, hint),
         &s.left,
